@@ -1,0 +1,46 @@
+"""Device and dtype choices: bf16 where the hardware runs it fast, fp32 otherwise.
+
+Not here: any model code.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_has_fast_bf16() -> bool:
+    """True when the CPU has native bf16 dot products (AVX512-BF16 or AMX)."""
+    try:
+        flags = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+
+def default_dtype(device: torch.device | str) -> torch.dtype:
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.bfloat16 if cpu_has_fast_bf16() else torch.float32
+
+
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+
+
+def parse_dtype(name: str | torch.dtype | None, device: torch.device | str) -> torch.dtype:
+    if name is None or name == "auto":
+        return default_dtype(device)
+    if isinstance(name, torch.dtype):
+        return name
+    try:
+        return DTYPES[name.lower()]
+    except KeyError:
+        raise ValueError(f"unknown dtype {name!r}; use one of {', '.join(DTYPES)} or auto") from None

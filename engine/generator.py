@@ -1,0 +1,72 @@
+"""The engine's one object that owns device resources: a loaded target, its tokenizer
+and (optionally) a drafter, turning prompt token ids into generated tokens.
+
+``stream`` picks the decoder: speculative when a drafter is attached and
+speculation is on, else the plain autoregressive reference. Policy for
+prompts, templates or text clean-up lives in promptx, not here.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import torch
+
+from .autoregressive import decode_autoregressive
+from .device import parse_dtype
+from .loading import load_model
+from .model import Transformer
+from .sampling import SamplingParams
+from .stats import DecodeStats
+from .stopping import StopChecker
+from .tokenizer import ChatTokenizer
+
+
+class Generator:
+    def __init__(self, model: Transformer, tokenizer: ChatTokenizer, drafter=None,
+                 tree_config=None) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.drafter, self.tree_config = drafter, tree_config
+        self.lock = threading.Lock()   # one decode at a time per loaded model
+
+    @classmethod
+    def from_dir(cls, model_dir: str | Path, *, dtype: str | torch.dtype | None = None,
+                 device: str | torch.device = "cpu") -> "Generator":
+        model, tokenizer = load_model(model_dir, parse_dtype(dtype, device), device)
+        return cls(model, tokenizer)
+
+    @property
+    def context_window(self) -> int:
+        return self.model.config.max_position_embeddings
+
+    @property
+    def eos_ids(self) -> tuple[int, ...]:
+        return self.tokenizer.eos_token_ids or self.model.config.eos_token_ids
+
+    def stop_checker(self, params: SamplingParams) -> StopChecker:
+        return StopChecker(self.eos_ids, params.max_new_tokens, params.stop_strings, self.tokenizer.decode)
+
+    def stream(self, prompt_ids: Sequence[int], params: SamplingParams, *, speculative: bool = True,
+               stats: DecodeStats | None = None, stop: StopChecker | None = None) -> Iterator[list[int]]:
+        """Yield generated tokens in chunks (one chunk per target pass); fill ``stats``."""
+        if len(prompt_ids) + params.max_new_tokens > self.context_window:
+            raise ValueError(f"prompt ({len(prompt_ids)} tokens) plus max_new_tokens "
+                             f"({params.max_new_tokens}) exceed the context window ({self.context_window})")
+        stop = stop or self.stop_checker(params)
+        stats = stats if stats is not None else DecodeStats()
+        with self.lock:
+            if speculative and self.drafter is not None:
+                from .speculative import decode_speculative
+
+                yield from decode_speculative(self.model, self.drafter, prompt_ids, params, stop,
+                                              stats, self.tree_config)
+            else:
+                for token in decode_autoregressive(self.model, prompt_ids, params, stop, stats):
+                    yield [token]
+
+    def generate(self, prompt_ids: Sequence[int], params: SamplingParams, *, speculative: bool = True,
+                 stats: DecodeStats | None = None) -> list[int]:
+        return [t for chunk in self.stream(prompt_ids, params, speculative=speculative, stats=stats)
+                for t in chunk]

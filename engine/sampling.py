@@ -1,0 +1,113 @@
+"""Sampling parameters and the logits processors shared by every decoder.
+
+The reference decoder and the speculative verifier both call these, so a
+token's distribution is computed the same way in both. History-dependent
+processing (repetition penalty) takes the history of one sequence or of one
+tree node's own ancestor path; it never sees sibling branches.
+
+Order (as in Hugging Face): repetition penalty, temperature, top-k, top-p.
+The repetition penalty covers generated tokens only, not the prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to pick tokens. ``temperature == 0`` means greedy (argmax)."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    repetition_penalty: float = 1.0
+    max_new_tokens: int = 256
+    seed: int | None = None
+    stop_strings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError("temperature must be >= 0")
+        if not 0 < self.top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+        if self.top_k < 0:
+            raise ValueError("top_k must be >= 0")
+        if self.repetition_penalty <= 0:
+            raise ValueError("repetition_penalty must be > 0")
+        if self.max_new_tokens < 0:
+            raise ValueError("max_new_tokens must be >= 0")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+def penalize_repetition(logits: torch.Tensor, history: Sequence[int], penalty: float) -> torch.Tensor:
+    """Return ``logits`` [V] with tokens in ``history`` made less likely (CTRL rule)."""
+    if penalty == 1.0 or len(history) == 0:
+        return logits
+    ids = torch.tensor(sorted(set(history)), dtype=torch.long, device=logits.device)
+    picked = logits.index_select(0, ids)
+    picked = torch.where(picked > 0, picked / penalty, picked * penalty)
+    return logits.index_copy(0, ids, picked)
+
+
+def processed_logits(logits: torch.Tensor, history: Sequence[int], params: SamplingParams) -> torch.Tensor:
+    """Float32 logits [V] after repetition penalty (and temperature when sampling)."""
+    out = penalize_repetition(logits.float(), history, params.repetition_penalty)
+    if not params.greedy:
+        out = out / params.temperature
+    return out
+
+
+def filter_top_k_top_p(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
+    """Mask logits [V] outside the top-k set and outside the top-p nucleus with -inf."""
+    if top_k and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, descending=True)
+        cumulative = torch.softmax(sorted_logits, dim=-1).cumsum(-1)
+        # drop a token when the mass before it already reaches top_p
+        drop_sorted = (cumulative - torch.softmax(sorted_logits, dim=-1)) >= top_p
+        drop = torch.zeros_like(drop_sorted).scatter(0, order, drop_sorted)
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
+
+
+def next_token_distribution(logits: torch.Tensor, history: Sequence[int], params: SamplingParams) -> torch.Tensor:
+    """Probabilities [V] (float32) of the next token when sampling."""
+    out = filter_top_k_top_p(processed_logits(logits, history, params), params.top_k, params.top_p)
+    return torch.softmax(out, dim=-1)
+
+
+def greedy_token(logits: torch.Tensor, history: Sequence[int], params: SamplingParams) -> int:
+    """The argmax token after the repetition penalty."""
+    return int(torch.argmax(processed_logits(logits, history, params)))
+
+
+def make_generator(seed: int | None) -> torch.Generator:
+    """A CPU generator seeded from ``seed`` (random when None)."""
+    gen = torch.Generator()
+    if seed is None:
+        gen.seed()
+    else:
+        gen.manual_seed(seed)
+    return gen
+
+
+def sample_from(probs: torch.Tensor, generator: torch.Generator) -> int:
+    """Draw one token id from probabilities [V]."""
+    return int(torch.multinomial(probs.cpu(), 1, generator=generator))
+
+
+def pick_token(logits: torch.Tensor, history: Sequence[int], params: SamplingParams,
+               generator: torch.Generator) -> int:
+    """One decoding step's choice: greedy or sampled."""
+    if params.greedy:
+        return greedy_token(logits, history, params)
+    return sample_from(next_token_distribution(logits, history, params), generator)

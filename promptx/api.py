@@ -1,0 +1,51 @@
+"""The top-level convenience functions: a thin wrapper over a shared ``Enhancer``.
+
+``enhance`` reuses one Enhancer per (model, templates_dir) so repeated calls
+in a pipeline load the model once.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from .enhancer import Enhancer
+from .result import EnhancedPrompt
+
+_shared: dict[tuple, Enhancer] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_enhancer(model: str | Path | None = None, templates_dir: str | Path | None = None,
+                    speculative: bool = True) -> Enhancer:
+    key = (str(model) if model is not None else None, str(templates_dir) if templates_dir else None,
+           speculative)
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = Enhancer(model, templates_dir=templates_dir, speculative=speculative)
+        return _shared[key]
+
+
+def enhance(prompt: str | None, target: str = "video", *, image=None, caption: str | None = None,
+            model: str | Path | None = None, seed: int | None = None, temperature: float | None = None,
+            max_new_tokens: int | None = None, style: str | None = None, language: str | None = None,
+            force: bool = False, speculative: bool = True, system_prompt: str | None = None,
+            templates_dir: str | Path | None = None) -> EnhancedPrompt:
+    """Enhance ``prompt`` for ``target`` (a profile name or alias such as "video", "wan", "flux").
+
+    ``image`` (path, bytes or PIL image) and ``caption`` ground image-to-video and
+    image-to-image targets. ``seed`` makes the output reproducible. On failure the
+    original prompt comes back with ``fallback=True`` and the ``reason``.
+    """
+    enhancer = shared_enhancer(model, templates_dir, speculative)
+    return enhancer.enhance(prompt, target, image=image, caption=caption, seed=seed, temperature=temperature,
+                            max_new_tokens=max_new_tokens, style=style, language=language, force=force,
+                            system_prompt=system_prompt)
+
+
+def list_targets(templates_dir: str | Path | None = None) -> list[str]:
+    """Names of every available target profile."""
+    from .template_registry import TemplateRegistry, default_registry
+
+    registry = TemplateRegistry([Path(templates_dir)]) if templates_dir else default_registry()
+    return registry.names()

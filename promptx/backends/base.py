@@ -1,0 +1,66 @@
+"""What a generation backend promises ``Enhancer``: chat messages in, text out.
+
+A backend streams text deltas through a ``GenerationRun``; once the run is
+exhausted its ``output`` holds the full text and statistics. Backends raise
+promptx errors (``BackendError``, ``PromptTooLongError``), never bare ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator, Protocol
+
+Messages = list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    temperature: float = 0.7
+    top_p: float = 0.9
+    top_k: int = 0
+    repetition_penalty: float = 1.1
+    max_new_tokens: int = 256
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    speculative: bool = True
+
+
+@dataclass
+class GenerationOutput:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    latency_s: float
+    tokens_per_s: float
+    speculative: bool = False
+    acceptance_length: float | None = None
+    engine_stats: dict | None = None
+
+
+class GenerationRun:
+    """Iterate for text deltas; ``output`` is set once iteration is over."""
+
+    def __init__(self, deltas: Callable[["GenerationRun"], Iterator[str]]) -> None:
+        self.output: GenerationOutput | None = None
+        self._deltas = deltas(self)
+
+    def __iter__(self) -> Iterator[str]:
+        return self._deltas
+
+    def finish(self) -> GenerationOutput:
+        """Drain the remaining deltas and return the output."""
+        for _ in self._deltas:
+            pass
+        assert self.output is not None
+        return self.output
+
+
+class Backend(Protocol):
+    name: str
+    model_name: str
+    context_window: int
+
+    def count_prompt_tokens(self, messages: Messages) -> int: ...
+
+    def start(self, messages: Messages, options: GenerationOptions) -> GenerationRun: ...

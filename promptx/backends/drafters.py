@@ -1,0 +1,39 @@
+"""Finding and attaching a drafter for speculative decoding.
+
+Drafters shipped with promptx live in ``promptx/drafters/<name>/`` (EAGLE-3
+layout: config.json + model.safetensors). A shipped drafter is used only if
+it was trained for the loaded target (its fingerprint matches).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ModelError
+
+SHIPPED_DIR = Path(__file__).resolve().parent.parent / "drafters"
+
+
+def find_drafter(target) -> Path | None:
+    """The shipped drafter trained for ``target``, or None."""
+    if not SHIPPED_DIR.is_dir():
+        return None
+    from engine.drafter_checkpoint import read_fingerprint, target_fingerprint
+
+    wanted = target_fingerprint(target)
+    for candidate in sorted(SHIPPED_DIR.iterdir()):
+        if (candidate / "config.json").is_file() and read_fingerprint(candidate) == wanted:
+            return candidate
+    return None
+
+
+def load_drafter_for(target, path: Path):
+    """Load the drafter at ``path`` for ``target`` and its default tree settings."""
+    from engine.drafter_checkpoint import DrafterLoadError, DrafterMismatchError, load_drafter
+    from engine.speculative import TreeConfig
+
+    try:
+        drafter = load_drafter(path, target, dtype=target.dtype)
+    except (DrafterLoadError, DrafterMismatchError) as exc:
+        raise ModelError(f"drafter {path}: {exc}") from exc
+    return drafter, TreeConfig()

@@ -1,0 +1,221 @@
+"""``Enhancer``: the reusable client that turns user prompts into enhanced prompts.
+
+It resolves the target profile, checks the input, renders the chat messages,
+asks a backend for text, cleans and validates it, retries with other seeds,
+and falls back to the original prompt when nothing acceptable comes out.
+The backend (and its loaded model) is kept for reuse; calls are serialized.
+
+Not here: template files (``template_registry``), text rules (``cleanup``,
+``validate``) or decoding (``backends``, ``engine``).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from .backends.base import Backend, GenerationOptions, GenerationOutput
+from .cleanup import clean_output
+from .errors import InvalidInputError
+from .language import detect_language
+from .profiles import Profile
+from .render import render_messages
+from .request import EnhanceRequest
+from .result import EnhancedPrompt, EnhanceStats
+from .template_registry import TemplateRegistry, default_registry
+from .validate import check_output
+
+DEFAULT_RETRIES = 2
+
+
+class Enhancer:
+    """Keeps a loaded backend; ``enhance``, ``enhance_many`` and ``stream`` reuse it."""
+
+    def __init__(self, model: str | Path | None = None, *, backend: Backend | None = None,
+                 templates_dir: str | Path | Sequence[str | Path] | None = None,
+                 system_prompt: str | None = None, speculative: bool = True, drafter: str | Path | None = None,
+                 dtype: str | None = None, device: str | None = None, retries: int = DEFAULT_RETRIES,
+                 quiet: bool = False) -> None:
+        self._model, self._drafter, self._dtype, self._device = model, drafter, dtype, device
+        self._backend = backend
+        self._quiet = quiet
+        self.system_prompt = system_prompt
+        self.speculative = speculative
+        self.retries = retries
+        self.registry = _registry_for(templates_dir)
+        self._lock = threading.RLock()
+
+    @property
+    def backend(self) -> Backend:
+        """The backend, loaded on first use."""
+        with self._lock:
+            if self._backend is None:
+                from .backends.embedded import EmbeddedBackend
+
+                self._backend = EmbeddedBackend(self._model, dtype=self._dtype, device=self._device,
+                                                drafter=self._drafter, quiet=self._quiet)
+            return self._backend
+
+    def profile(self, target: str) -> Profile:
+        return self.registry.get(target)
+
+    # -- public API -------------------------------------------------------------------------
+    def enhance(self, prompt: str | None, target: str = "video", **options) -> EnhancedPrompt:
+        """Enhance one prompt. Options: see ``EnhanceRequest`` (image, caption, seed, style, ...)."""
+        request = self._request(prompt, target, options)
+        with self._lock:
+            return self._run(request, on_delta=None)
+
+    def enhance_many(self, prompts: Iterable[str], target: str = "video", *, progress: bool = False,
+                     **options) -> list[EnhancedPrompt]:
+        """Enhance several prompts with the same options, in order."""
+        prompts = list(prompts)
+        requests = [self._request(p, target, options) for p in prompts]   # validate all first
+        results = []
+        with self._lock, _progress(len(requests), progress) as bar:
+            for request in requests:
+                results.append(self._run(request, on_delta=None))
+                bar.update(1)
+        return results
+
+    def stream(self, prompt: str | None, target: str = "video", **options) -> "EnhanceStream":
+        """Iterate over raw text deltas as they are generated; ``.result`` holds the final prompt."""
+        return EnhanceStream(self, self._request(prompt, target, options))
+
+    # -- internals ------------------------------------------------------------------------------
+    def _request(self, prompt, target, options) -> EnhanceRequest:
+        profile = self.profile(target)
+        options.setdefault("speculative", self.speculative)
+        options.setdefault("system_prompt", self.system_prompt)
+        return EnhanceRequest.build(profile, prompt, **options)
+
+    def _run(self, request: EnhanceRequest, on_delta) -> EnhancedPrompt:
+        if request.skip_reason:
+            return request.unchanged(request.skip_reason, fallback=False)
+        messages = render_messages(request.profile, request.prompt, image_facts=request.image_facts,
+                                   caption=request.caption, style=request.style, language=request.language,
+                                   system_prompt=request.system_prompt)
+        problems: list[str] = []
+        totals = _Totals()
+        for attempt, seed in enumerate(request.seeds(self.retries)):
+            output = self._generate(messages, request, seed, on_delta if attempt == 0 else None)
+            totals.add(output)
+            text, attempt_problems = self._postprocess(request, output.text)
+            if not attempt_problems:
+                return request.result(text, totals.stats(self.backend, attempt + 1, output))
+            problems = attempt_problems
+        reason = "; ".join(problems)
+        return request.unchanged(f"no acceptable output after {totals.attempts} attempts: {reason}",
+                                 fallback=True, stats=totals.stats(self.backend, totals.attempts, None))
+
+    def _generate(self, messages, request: EnhanceRequest, seed: int, on_delta) -> GenerationOutput:
+        options = GenerationOptions(temperature=request.temperature, top_p=request.profile.top_p,
+                                    repetition_penalty=request.profile.repetition_penalty,
+                                    max_new_tokens=request.max_new_tokens, seed=seed,
+                                    speculative=request.speculative)
+        run = self.backend.start(messages, options)
+        for delta in run:
+            if on_delta is not None:
+                on_delta(delta)
+        return run.output
+
+    def _postprocess(self, request: EnhanceRequest, raw: str) -> tuple[str, list[str]]:
+        budget = request.profile.length
+        cleaned = clean_output(raw, fmt=request.profile.format, max_words=budget.max_words,
+                               max_encoder_tokens=budget.max_encoder_tokens, encoder=budget.encoder)
+        problems = check_output(request.prompt, cleaned.text, task=request.profile.task,
+                                fmt=request.profile.format, min_words=budget.min_words)
+        if request.wants_english and cleaned.text and detect_language(cleaned.text) not in ("en", "other"):
+            problems.append("the output is not in English")
+        return cleaned.text, problems
+
+
+class EnhanceStream:
+    """Text deltas of the first attempt as they come; ``result`` once iteration ends."""
+
+    def __init__(self, enhancer: Enhancer, request: EnhanceRequest) -> None:
+        self._enhancer, self._request = enhancer, request
+        self.result: EnhancedPrompt | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        import queue
+
+        deltas: queue.Queue = queue.Queue()
+        done = object()
+        failure: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                with self._enhancer._lock:
+                    self.result = self._enhancer._run(self._request, on_delta=deltas.put)
+            except BaseException as exc:  # re-raised in the consumer's thread
+                failure.append(exc)
+            finally:
+                deltas.put(done)
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        while (item := deltas.get()) is not done:
+            yield item
+        thread.join()
+        if failure:
+            raise failure[0]
+
+
+class _Totals:
+    """Token and time totals over the attempts of one enhance call."""
+
+    def __init__(self) -> None:
+        self.attempts = self.prompt_tokens = self.completion_tokens = 0
+        self.latency = 0.0
+
+    def add(self, output: GenerationOutput) -> None:
+        self.attempts += 1
+        self.prompt_tokens += output.prompt_tokens
+        self.completion_tokens += output.completion_tokens
+        self.latency += output.latency_s
+
+    def stats(self, backend: Backend, attempts: int, last: GenerationOutput | None) -> EnhanceStats:
+        return EnhanceStats(
+            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+            latency_s=round(self.latency, 4),
+            tokens_per_s=round(self.completion_tokens / self.latency, 2) if self.latency else 0.0,
+            attempts=attempts, speculative=bool(last and last.speculative),
+            acceptance_length=round(last.acceptance_length, 3) if last and last.acceptance_length else None,
+            backend=backend.name, model=backend.model_name)
+
+
+def _registry_for(templates_dir) -> TemplateRegistry:
+    if templates_dir is None:
+        return default_registry()
+    dirs = [templates_dir] if isinstance(templates_dir, (str, Path)) else list(templates_dir)
+    return TemplateRegistry([Path(d) for d in dirs])
+
+
+class _progress:
+    """A click progress bar on stderr when asked for, else a no-op."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.enabled, self.bar = total, enabled and total > 1, None
+
+    def __enter__(self):
+        if self.enabled:
+            import click
+
+            self.bar = click.progressbar(length=self.total, label="enhancing", file=click.get_text_stream("stderr"))
+            self.bar.__enter__()
+        return self
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+
+def random_seed() -> int:
+    return random.SystemRandom().randrange(2**31)

