@@ -89,6 +89,16 @@ def save_drafter(drafter: Drafter, directory: str | Path, *, target=None) -> Pat
     return directory
 
 
+def read_fingerprint(directory: str | Path) -> str | None:
+    """The target fingerprint a drafter checkpoint records, or None (plain EAGLE-3, unreadable)."""
+    try:
+        raw = json.loads((Path(directory) / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    extras = raw.get("promptx") if isinstance(raw, dict) else None
+    return extras.get("target_fingerprint") if isinstance(extras, dict) else None
+
+
 def _read_config(path: Path) -> DrafterConfig:
     try:
         raw = json.loads(path.read_text())

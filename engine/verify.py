@@ -113,7 +113,8 @@ def _try_children(tree: DraftTree, node: int, p: torch.Tensor,
         return None, p
     tokens = torch.tensor([tree.token_list[c] for c in children], device=p.device)   # [c]
     p_children = p[tokens].tolist()
-    uniforms = torch.rand(len(children), generator=generator, dtype=torch.float64).tolist()
+    uniforms = torch.rand(len(children), generator=generator, dtype=torch.float64,
+                          device=generator.device).tolist()                        # [c]
     mass = float(p.sum())
     last_possible = None
     for child, p_token, u in zip(children, p_children, uniforms):

@@ -162,5 +162,13 @@ def _registry(templates_dir):
     return TemplateRegistry([templates_dir]) if templates_dir else default_registry()
 
 
+def _register_subcommands() -> None:
+    from .bench_cli import bench
+
+    main.add_command(bench)
+
+
+_register_subcommands()
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -47,9 +47,9 @@ class ImageFacts:
     source: str  # file name, "<bytes>" or "<PIL image>"
 
     def describe(self) -> str:
-        """One line for a prompt, e.g. "Image: 1024x768 pixels, landscape, aspect ratio 4:3."."""
+        """The geometry in words, e.g. "1024x768 pixels, landscape, aspect ratio 4:3."."""
         return (
-            f"Image: {self.width}x{self.height} pixels, {self.orientation}, "
+            f"{self.width}x{self.height} pixels, {self.orientation}, "
             f"aspect ratio {self.aspect_ratio}."
         )
 

@@ -13,10 +13,9 @@ from typing import Any
 
 from .errors import InvalidInputError
 from .language import detect_language
-from .profiles import Profile
+from .profiles import Profile, count_words
 from .result import EnhancedPrompt, EnhanceStats
 
-ANIMATE_DEFAULT = ""   # an empty i2v prompt: the template asks to animate the image
 MAX_PROMPT_CHARS = 20_000
 
 
@@ -69,11 +68,10 @@ class EnhanceRequest:
 
     @property
     def skip_reason(self) -> str | None:
-        words = len(self.prompt.split())
-        if not self.force and words > self.profile.enhance_threshold_words:
-            return (f"the prompt already has {words} words (more than {self.profile.enhance_threshold_words}); "
-                    "pass force=True to enhance it anyway")
-        return None
+        if self.profile.should_enhance(self.prompt, force=self.force):
+            return None
+        return (f"the prompt already has {count_words(self.prompt)} words (more than "
+                f"{self.profile.enhance_threshold_words}); pass force=True to enhance it anyway")
 
     def seeds(self, retries: int) -> list[int]:
         """The seed of each attempt: the caller's seed, then its successors."""

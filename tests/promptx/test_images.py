@@ -71,9 +71,9 @@ def test_path_as_str_and_bytes_give_the_same_facts():
 @needs_images
 def test_describe_is_one_line():
     facts = load_image_facts(IMAGES / "cogvideo_beach.png")
-    assert facts.describe() == "Image: 720x480 pixels, landscape, aspect ratio 3:2."
+    assert facts.describe() == "720x480 pixels, landscape, aspect ratio 3:2."
     assert load_image_facts(IMAGES / "wan_i2v_input.jpg").describe() == (
-        "Image: 832x1104 pixels, portrait, aspect ratio 3:4."
+        "832x1104 pixels, portrait, aspect ratio 3:4."
     )
 
 

@@ -1,0 +1,155 @@
+"""The speculative decode loop: prefill -> draft a tree -> verify in one target pass -> commit.
+
+Invariant between rounds: the target cache holds every committed token but
+the last one (the *root*), and the drafter cache holds one entry per target
+feature already seen (entry i = target feature at position i + token i+1).
+Each round drafts a tree below the root (EAGLE-2 expansion, frontier run in
+one drafter pass with a tree mask), runs (root, tree) through the target
+with the tree mask, verifies losslessly, copies the accepted path's KV into
+place and feeds the accepted tokens' target features to the drafter.
+
+Not here: tree bookkeeping (``engine.tree``), acceptance rules
+(``engine.verify``), stop rules (``engine.stopping``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import torch
+
+from .autoregressive import prefill
+from .drafter import Drafter
+from .model import Transformer
+from .sampling import SamplingParams, make_generator, pick_token
+from .stats import DecodeStats
+from .stopping import StopChecker
+from .tree import DraftTree, TreeExpansion
+from .verify import verify
+
+
+@dataclass(frozen=True)
+class TreeConfig:
+    """Shape of the draft tree: verification budget N, max depth, top-k (k = 1 is a chain)."""
+
+    budget: int = 16
+    max_depth: int = 6
+    top_k: int = 4
+
+    def __post_init__(self) -> None:
+        if self.budget < 0 or self.max_depth < 1 or self.top_k < 1:
+            raise ValueError("tree config needs budget >= 0, max_depth >= 1, top_k >= 1")
+
+    @classmethod
+    def chain(cls, length: int) -> "TreeConfig":
+        return cls(budget=length, max_depth=length, top_k=1)
+
+
+@dataclass
+class DraftState:
+    """The drafter's side of one sequence: its cache and the output at the root."""
+
+    cache: "object"
+    root_out: torch.Tensor        # [1, H] drafter output whose head predicts the root's child
+
+
+def draft_tree(drafter: Drafter, state: DraftState, config: TreeConfig) -> DraftTree:
+    """Grow an EAGLE-2 tree below the root; the drafter cache is left as it was."""
+    cache, base = state.cache, state.cache.length
+    expansion = TreeExpansion(config.budget, config.max_depth, config.top_k)
+    expansion.start(*[x[0] for x in drafter.topk(state.root_out, config.top_k)])
+    outputs: dict[int, torch.Tensor] = {}          # pool index -> drafter output [H]
+    slot_pool: list[int] = []                      # pool index of each tree slot written so far
+    try:
+        while not expansion.done:
+            idx, tokens, parents, depths = expansion.frontier()
+            hidden = torch.stack([state.root_out[0] if p < 0 else outputs[p] for p in parents.tolist()])
+            slot_pool.extend(idx.tolist())
+            ancestors = expansion.frontier_ancestor_mask(idx)[:, slot_pool]          # [f, written]
+            mask = torch.cat([ancestors.new_ones(len(idx), base), ancestors], dim=1)
+            positions = base - 1 + depths
+            key_positions = torch.cat([torch.arange(base, device=positions.device),
+                                       base - 1 + expansion.pool()[3][slot_pool]])
+            out = drafter(hidden[None], tokens[None], cache, positions=positions, mask=mask,
+                          key_positions=key_positions)[0]                            # [f, H]
+            cache.commit(len(idx))
+            outputs.update(zip(idx.tolist(), out))
+            expansion.extend(*drafter.topk(out, config.top_k))
+    finally:
+        cache.rollback(base)
+    return expansion.finish()
+
+
+def drafter_catch_up(drafter: Drafter, state: DraftState, taps: torch.Tensor, next_tokens: Sequence[int]) -> None:
+    """Feed target features ``taps`` [1, n, 3H] with the tokens that follow them; update the root output."""
+    cache = state.cache
+    tokens = torch.tensor([list(next_tokens)], device=taps.device)
+    positions = torch.arange(cache.length, cache.length + tokens.shape[1], device=taps.device)
+    out = drafter(drafter.fuse(taps), tokens, cache, positions=positions)
+    cache.commit(tokens.shape[1])
+    state.root_out = out[:, -1]
+
+
+def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
+    """Run (root, tree nodes) through the target with the tree mask; logits [N+1, V] and taps."""
+    length, n = cache.length, tree.size
+    device = cache.k.device
+    tokens = torch.tensor([[root] + tree.token_list], device=device)
+    positions = length + torch.cat([torch.zeros(1, dtype=torch.long), tree.depths.cpu()]).to(device)
+    mask = torch.ones(n + 1, length + n + 1, dtype=torch.bool, device=device)
+    mask[:, length:] = tree.mask_with_root().to(device)
+    out = model(tokens, cache, positions=positions, mask=mask, taps=True)
+    return out.logits[0], out.taps
+
+
+@torch.inference_mode()
+def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequence[int], params: SamplingParams,
+                       stop: StopChecker, stats: DecodeStats | None = None,
+                       config: TreeConfig | None = None) -> Iterator[list[int]]:
+    """Yield accepted tokens per round; greedy output equals ``decode_autoregressive`` exactly."""
+    config = config or TreeConfig()
+    stats = stats if stats is not None else DecodeStats()
+    stats.prompt_tokens = len(prompt_ids)
+    if stop.done:
+        return
+    capacity = len(prompt_ids) + params.max_new_tokens + config.budget + 2
+    cache = model.new_cache(capacity)
+    generator = make_generator(params.seed)
+    started = time.perf_counter()
+    out = prefill(model, prompt_ids, cache, taps=True)
+    root = pick_token(out.logits[0, -1], stop.tokens, params, generator)
+    stats.prefill_s = time.perf_counter() - started
+    started = time.perf_counter()
+    if stop.accept(root):
+        stats.finish_reason = stop.finish_reason
+        yield from ([] if root in stop.eos_ids else [[root]])
+        return
+    stats.new_tokens += 1
+    yield [root]
+    state = DraftState(drafter.new_cache(capacity + config.max_depth * config.top_k), root_out=None)
+    drafter_catch_up(drafter, state, out.taps, list(prompt_ids[1:]) + [root])
+    while True:
+        t0 = time.perf_counter()
+        tree = draft_tree(drafter, state, config)
+        t1 = time.perf_counter()
+        logits, taps = verify_pass(model, cache, root, tree)
+        result = verify(tree, logits, stop.tokens, params, generator)
+        stats.draft_s += t1 - t0
+        stats.verify_s += time.perf_counter() - t1
+        stats.target_forwards += 1
+        stats.record_round(result.num_accepted, tree.max_depth)
+        used = stop.accept_many(result.tokens)
+        emitted = [t for t in result.tokens[:used] if t not in stop.eos_ids]
+        stats.new_tokens += len(emitted)
+        if emitted:
+            yield emitted
+        if stop.done:
+            break
+        rows = result.kept_rows
+        cache.compact(torch.tensor(rows) + cache.length)
+        drafter_catch_up(drafter, state, taps[:, rows], result.tokens)
+        root = result.tokens[-1]
+    stats.decode_s = time.perf_counter() - started
+    stats.finish_reason = stop.finish_reason

@@ -1,0 +1,131 @@
+"""Reading benchmark prompt files: plain text, promptx JSONL and Spec-Bench ``question.jsonl``.
+
+Three formats, told apart by ``detect_format`` (or chosen explicitly):
+
+- ``text``: one prompt per line; blank lines are skipped. The target comes
+  from the caller (``promptx bench --target``).
+- ``jsonl``: one JSON object per line with ``prompt`` (string), optional
+  ``task`` (a target profile name or alias such as ``video``, ``t2v``,
+  ``i2v``) and optional ``image`` (a path, relative to the file's folder).
+- ``specbench``: Spec-Bench's ``question.jsonl``, objects with ``turns`` (a
+  non-empty list of strings) and ``category``; only the first turn is used,
+  sent as raw chat without an enhancement template.
+
+This module only parses: it does not resolve targets, load images or
+tokenize (``promptx.bench_cli`` does). Malformed input raises
+``InvalidInputError`` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InvalidInputError
+
+FORMATS = ("text", "jsonl", "specbench")
+JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
+__all__ = ["FORMATS", "PromptSpec", "detect_format", "read_prompt_file"]
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """One benchmark prompt as written in the file, before rendering."""
+
+    text: str
+    source: str                    # "file:line", for messages and the report
+    task: str | None = None        # target profile or alias (jsonl); None = the caller's default
+    image: Path | None = None      # input image (jsonl, i2v/i2i targets)
+    category: str | None = None    # Spec-Bench category
+    raw_chat: bool = False         # True: send ``text`` as the user turn, no template
+
+
+def _lines(path: Path) -> list[tuple[int, str]]:
+    """(1-based line number, stripped text) for every non-blank line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read prompt file {path}: {exc}") from None
+    lines = [(n, line.strip()) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not lines:
+        raise InvalidInputError(f"{path}: the prompt file holds no prompts")
+    return lines
+
+
+def _json_object(path: Path, lineno: int, line: str) -> dict:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"{path}:{lineno}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def detect_format(path: str | Path) -> str:
+    """``text`` unless the name ends in .jsonl/.json/.ndjson; then ``specbench`` when the
+    first object has ``turns``, else ``jsonl``."""
+    path = Path(path)
+    if path.suffix.lower() not in JSON_SUFFIXES:
+        return "text"
+    lineno, line = _lines(path)[0]
+    return "specbench" if "turns" in _json_object(path, lineno, line) else "jsonl"
+
+
+def _optional_str(path: Path, lineno: int, obj: dict, key: str) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{path}:{lineno}: {key!r} must be a non-empty string")
+    return value.strip()
+
+
+def _text_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
+    return PromptSpec(text=line, source=f"{path}:{lineno}")
+
+
+def _jsonl_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
+    obj = _json_object(path, lineno, line)
+    if "turns" in obj:
+        raise InvalidInputError(f"{path}:{lineno}: a Spec-Bench line ('turns') in a promptx JSONL file")
+    prompt = obj.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InvalidInputError(f"{path}:{lineno}: needs a non-empty string field 'prompt'")
+    image = _optional_str(path, lineno, obj, "image")
+    image_path = None if image is None else (path.parent / image).expanduser()
+    return PromptSpec(text=prompt.strip(), source=f"{path}:{lineno}",
+                      task=_optional_str(path, lineno, obj, "task"), image=image_path)
+
+
+def _specbench_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
+    obj = _json_object(path, lineno, line)
+    turns = obj.get("turns")
+    if not isinstance(turns, list) or not turns:
+        raise InvalidInputError(f"{path}:{lineno}: needs a non-empty list field 'turns'")
+    first = turns[0]
+    if not isinstance(first, str) or not first.strip():
+        raise InvalidInputError(f"{path}:{lineno}: the first turn must be a non-empty string")
+    category = _optional_str(path, lineno, obj, "category") or "uncategorized"
+    return PromptSpec(text=first.strip(), source=f"{path}:{lineno}", category=category, raw_chat=True)
+
+
+_PARSERS = {"text": _text_prompt, "jsonl": _jsonl_prompt, "specbench": _specbench_prompt}
+
+
+def read_prompt_file(path: str | Path, fmt: str = "auto", *, limit: int | None = None) -> list[PromptSpec]:
+    """Parse ``path`` as ``fmt`` (``auto``, ``text``, ``jsonl`` or ``specbench``).
+
+    ``limit`` keeps the first prompts only; lines after them are not parsed.
+    """
+    path = Path(path)
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt not in _PARSERS:
+        raise InvalidInputError(f"unknown prompt file format {fmt!r}; use auto, {', '.join(FORMATS)}")
+    if limit is not None and limit < 1:
+        raise InvalidInputError(f"the number of prompts must be >= 1, not {limit}")
+    lines = _lines(path)[:limit]
+    return [_PARSERS[fmt](path, lineno, line) for lineno, line in lines]

@@ -1,0 +1,89 @@
+"""The command line through click's CliRunner: output formats and one-line error exits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from promptx.cli import main
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def test_templates_list_and_show(runner):
+    listed = runner.invoke(main, ["templates", "list"])
+    assert listed.exit_code == 0 and "wan-t2v" in listed.output and "sdxl" in listed.output
+    shown = runner.invoke(main, ["templates", "show", "flux"])
+    assert shown.exit_code == 0 and json.loads(shown.output)["name"] == "flux1"
+    as_json = json.loads(runner.invoke(main, ["templates", "list", "--json"]).output)
+    assert {row["name"] for row in as_json} >= {"image", "video", "image-to-video", "image-to-image"}
+
+
+def test_unknown_target_is_one_line_error(runner):
+    result = runner.invoke(main, ["templates", "show", "nope"])
+    assert result.exit_code == 1
+    assert result.output.startswith("promptx: error:") and "video" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_enhance_errors_exit_nonzero_without_traceback(runner, tmp_path):
+    cases = [
+        (["enhance", "   "], "empty"),
+        (["enhance", "a cat", "--target", "nope"], "unknown"),
+        (["enhance", "a cat", "--target", "i2i", "--image", str(tmp_path / "none.png")], "not found"),
+        (["enhance", "--file", str(tmp_path / "missing.txt")], "cannot read"),
+        (["enhance", "a cat", "--model", str(tmp_path / "nowhere")], "not found"),
+        (["enhance", "a cat", "--style", "no-such-style"], "style"),
+    ]
+    for args, needle in cases:
+        result = runner.invoke(main, args)
+        assert result.exit_code == 1, (args, result.output)
+        assert needle in result.output.lower() and "Traceback" not in result.output, (args, result.output)
+
+
+def test_usage_errors_exit_2(runner):
+    result = runner.invoke(main, ["enhance", "a cat", "--seed", "-3"])
+    assert result.exit_code == 2
+
+
+def test_debug_flag_shows_the_exception(runner):
+    result = runner.invoke(main, ["--debug", "templates", "show", "nope"])
+    assert result.exit_code == 1 and result.exception is not None
+
+
+def test_models_lists_the_embedded_model(runner, model_dir):
+    result = runner.invoke(main, ["models", "--json"])
+    rows = json.loads(result.output)
+    assert result.exit_code == 0 and rows[0]["default"] and rows[0]["cached"]
+
+
+@pytest.mark.slow
+def test_enhance_json_and_file_batch(runner, model_dir, tmp_path):
+    result = runner.invoke(main, ["enhance", "a cat on a skateboard", "--target", "video", "--json",
+                                  "--seed", "1", "--max-new-tokens", "64"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output[result.output.index("{"):])
+    assert payload["target"] == "video" and payload["original_prompt"] == "a cat on a skateboard"
+    assert payload["text"].strip()
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("a red car\n\na blue boat\n")
+    batch = runner.invoke(main, ["enhance", "--file", str(prompts), "--target", "sdxl", "--seed", "2",
+                                 "--max-new-tokens", "48"])
+    assert batch.exit_code == 0, batch.output
+    lines = [json.loads(line) for line in batch.output.splitlines() if line.startswith("{")]
+    assert [row["original_prompt"] for row in lines] == ["a red car", "a blue boat"]
+
+
+@pytest.mark.slow
+def test_enhance_from_stdin_and_stream(runner, model_dir):
+    piped = runner.invoke(main, ["enhance", "-", "--target", "image", "--seed", "5", "--max-new-tokens", "48"],
+                          input="a lighthouse at night\n")
+    assert piped.exit_code == 0 and piped.output.strip()
+    streamed = runner.invoke(main, ["enhance", "a lighthouse at night", "--stream", "--seed", "5",
+                                    "--max-new-tokens", "32", "--no-speculative"])
+    assert streamed.exit_code == 0 and streamed.output.strip()

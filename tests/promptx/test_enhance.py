@@ -1,0 +1,102 @@
+"""enhance() end to end with the real embedded model, for the four tasks."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import promptx
+from promptx.errors import ImageError, InvalidInputError, PromptTooLongError, UnknownTargetError
+from promptx.validate import check_output
+
+pytestmark = pytest.mark.slow
+TOKENS = 96   # enough for a full prompt at a sentence boundary, short enough for CI
+
+
+@pytest.fixture(scope="module")
+def enhancer(model_dir):
+    return promptx.Enhancer(quiet=True)
+
+
+def assert_valid(enhancer, result, prompt):
+    assert isinstance(result, promptx.EnhancedPrompt)
+    assert str(result) == result.text and result.text.strip()
+    assert result.original_prompt == prompt
+    if not result.fallback:
+        profile = enhancer.profile(result.target)
+        assert check_output(prompt, result.text, task=profile.task, fmt=profile.format,
+                            min_words=profile.length.min_words) == []
+        assert len(result.text.split()) <= profile.length.max_words
+        assert result.stats.completion_tokens > 0 and result.stats.tokens_per_s > 0
+    else:
+        assert result.text == prompt and result.reason
+
+
+@pytest.mark.parametrize("target, prompt, kwargs", [
+    ("image", "a red fox in a snowy forest", {}),
+    ("video", "a cat on a skateboard", {}),
+    ("image-to-video", "the woman turns and smiles", {"caption": "a woman in a yellow coat on a bridge"}),
+    ("image-to-image", "make it winter", {"caption": "a village street in summer"}),
+])
+def test_enhance_each_task(enhancer, target, prompt, kwargs):
+    result = enhancer.enhance(prompt, target, seed=3, max_new_tokens=TOKENS, **kwargs)
+    assert_valid(enhancer, result, prompt)
+    assert result.task == {"image": "t2i", "video": "t2v", "image-to-video": "i2v", "image-to-image": "i2i"}[target]
+
+
+def test_same_seed_same_output(enhancer):
+    first = enhancer.enhance("a lighthouse in a storm", "flux", seed=11, max_new_tokens=TOKENS)
+    again = enhancer.enhance("a lighthouse in a storm", "flux", seed=11, max_new_tokens=TOKENS)
+    assert first.text == again.text and first.target == "flux1"
+
+
+def test_image_input_feeds_the_template(enhancer, shared_data):
+    image = shared_data / "images" / "cogvideo_beach.png"
+    result = enhancer.enhance("", "i2v", image=image, seed=1, max_new_tokens=TOKENS)
+    assert_valid(enhancer, result, "")
+
+
+def test_stream_yields_deltas_and_a_result(enhancer):
+    stream = enhancer.stream("a fox running through snow", "video", seed=2, max_new_tokens=48)
+    deltas = list(stream)
+    assert deltas and all(isinstance(d, str) for d in deltas)
+    assert stream.result is not None and stream.result.stats.completion_tokens > 0
+
+
+def test_long_prompt_passes_through_unless_forced(enhancer):
+    long_prompt = " ".join(["a quiet mountain lake under a pale morning sky"] * 20)
+    result = enhancer.enhance(long_prompt, "ltx")
+    assert result.skipped and not result.fallback and result.text == " ".join(long_prompt.split())
+
+
+def test_enhance_many_keeps_order(enhancer):
+    results = enhancer.enhance_many(["a red car", "a blue boat"], "sdxl", seed=4, max_new_tokens=64)
+    assert [r.original_prompt for r in results] == ["a red car", "a blue boat"]
+    for result in results:
+        assert_valid(enhancer, result, result.original_prompt)
+
+
+def test_bad_inputs_raise_typed_errors(enhancer, tmp_path):
+    with pytest.raises(InvalidInputError, match="empty"):
+        enhancer.enhance("   ", "video")
+    with pytest.raises(UnknownTargetError, match="video"):
+        enhancer.enhance("a cat", "no-such-target")
+    with pytest.raises(InvalidInputError):
+        enhancer.enhance(42, "video")
+    with pytest.raises(InvalidInputError, match="style"):
+        enhancer.enhance("a cat", "video", style="no-such-style")
+    with pytest.raises(ImageError):
+        enhancer.enhance("make it blue", "i2i", image=tmp_path / "missing.png")
+    (tmp_path / "fake.png").write_text("not an image")
+    with pytest.raises(ImageError):
+        enhancer.enhance("make it blue", "i2i", image=tmp_path / "fake.png")
+    with pytest.raises(PromptTooLongError):
+        enhancer.enhance("word " * 3900, "video", force=True, max_new_tokens=4096)
+
+
+def test_import_promptx_does_not_import_torch():
+    import subprocess
+
+    code = "import sys, promptx; promptx.Enhancer; promptx.EnhancedPrompt; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
