@@ -35,7 +35,13 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfl
           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
 
 
-def parse_dtype(name: str | torch.dtype | None, device: torch.device | str) -> torch.dtype:
+INT8 = "int8"   # float32 activations, dynamically quantized int8 linears (engine.quantize)
+
+
+def parse_dtype(name: str | torch.dtype | None, device: torch.device | str) -> torch.dtype | str:
+    """A torch dtype, or the string "int8" for quantized CPU weights."""
+    if isinstance(name, str) and name.lower() == INT8:
+        return INT8
     if name is None or name == "auto":
         return default_dtype(device)
     if isinstance(name, torch.dtype):
@@ -43,4 +49,4 @@ def parse_dtype(name: str | torch.dtype | None, device: torch.device | str) -> t
     try:
         return DTYPES[name.lower()]
     except KeyError:
-        raise ValueError(f"unknown dtype {name!r}; use one of {', '.join(DTYPES)} or auto") from None
+        raise ValueError(f"unknown dtype {name!r}; use one of {', '.join(DTYPES)}, int8 or auto") from None

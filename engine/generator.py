@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 import torch
 
 from .autoregressive import decode_autoregressive
-from .device import parse_dtype
+from .device import INT8, parse_dtype
 from .loading import load_model
 from .model import Transformer
 from .sampling import SamplingParams
@@ -26,15 +26,24 @@ from .tokenizer import ChatTokenizer
 
 class Generator:
     def __init__(self, model: Transformer, tokenizer: ChatTokenizer, drafter=None,
-                 tree_config=None) -> None:
+                 tree_config=None, *, exact_batches: bool = True) -> None:
         self.model, self.tokenizer = model, tokenizer
+        # False when a row's result depends on the other rows of a pass (int8): then
+        # tree verification could differ from plain decoding, so speculation is off.
+        self.exact_batches = exact_batches
         self.drafter, self.tree_config = drafter, tree_config
         self.lock = threading.Lock()   # one decode at a time per loaded model
 
     @classmethod
     def from_dir(cls, model_dir: str | Path, *, dtype: str | torch.dtype | None = None,
                  device: str | torch.device = "cpu") -> "Generator":
-        model, tokenizer = load_model(model_dir, parse_dtype(dtype, device), device)
+        dtype = parse_dtype(dtype, device)
+        if dtype == INT8:
+            from .quantize import quantize_int8
+
+            model, tokenizer = load_model(model_dir, torch.float32, device)
+            return cls(quantize_int8(model), tokenizer, exact_batches=False)
+        model, tokenizer = load_model(model_dir, dtype, device)
         return cls(model, tokenizer)
 
     @property
@@ -44,6 +53,10 @@ class Generator:
     @property
     def eos_ids(self) -> tuple[int, ...]:
         return self.tokenizer.eos_token_ids or self.model.config.eos_token_ids
+
+    @property
+    def can_speculate(self) -> bool:
+        return self.drafter is not None and self.exact_batches
 
     def stop_checker(self, params: SamplingParams) -> StopChecker:
         return StopChecker(self.eos_ids, params.max_new_tokens, params.stop_strings, self.tokenizer.decode)
@@ -57,7 +70,7 @@ class Generator:
         stop = stop or self.stop_checker(params)
         stats = stats if stats is not None else DecodeStats()
         with self.lock:
-            if speculative and self.drafter is not None:
+            if speculative and self.can_speculate:
                 from .speculative import decode_speculative
 
                 yield from decode_speculative(self.model, self.drafter, prompt_ids, params, stop,

@@ -89,7 +89,7 @@ class Transformer(nn.Module):
         cfg = self.config
         capacity = capacity or cfg.max_position_embeddings
         return KVCache(cfg.num_hidden_layers, batch, cfg.num_key_value_heads, cfg.head_dim,
-                       capacity, self.dtype, self.lm_head.weight.device)
+                       capacity, self.dtype, self.embed_tokens.weight.device)
 
     @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, cache: KVCache, *, positions: torch.Tensor | None = None,

@@ -231,8 +231,10 @@ def build_items(tokenizer, registry, per_task: dict[str, list[PromptSpec]], *, l
                                 top_p=1.0 if greedy else profile.top_p,
                                 repetition_penalty=profile.repetition_penalty, max_new_tokens=budget,
                                 seed=None if greedy else sample_seed)
+        # the rendered tokens are part of the id: after a template change nothing counts as done
         key = json.dumps([profile.name, request.style, request.language, request.prompt, request.caption,
-                          request.image_facts, greedy, params.seed, budget], ensure_ascii=False)
+                          request.image_facts, greedy, params.seed, budget,
+                          hashlib.sha256(json.dumps(ids).encode()).hexdigest()], ensure_ascii=False)
         item_id = hashlib.sha256(key.encode()).hexdigest()[:16]
         if item_id in seen:
             continue
@@ -310,7 +312,11 @@ def draft() -> None:
 @click.option("--quiet", is_flag=True)
 def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, style_fraction, max_new_tokens,
                   batch_size, shard_size, fmt, reference, seed, templates_dir, threads, quiet) -> None:
-    """Let the target answer rendered prompts; write token ids + loss masks to OUT."""
+    """Let the target answer rendered prompts; write token ids + loss masks to OUT.
+
+    Rerun to continue. Item ids cover the rendered prompt tokens: after a template
+    change use a fresh OUT (older records would stay in the directory).
+    """
     from engine.training.data import generate_dataset
 
     _setup_threads(threads)
@@ -346,7 +352,8 @@ def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, st
 @click.option("--batch-size", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--lr", type=float, default=3e-4, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True)
-@click.option("--ttt-steps", type=click.IntRange(min=1), default=7, show_default=True)
+@click.option("--ttt-steps", type=click.IntRange(min=5), default=7, show_default=True,
+              help="Training-time-test unroll depth K (EAGLE-3: 7).")
 @click.option("--max-length", type=click.IntRange(min=8), help="Truncate sequences to this many tokens.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--checkpoint-every", type=click.IntRange(min=0), default=200, show_default=True)

@@ -11,14 +11,12 @@ Not here: template files (``template_registry``), text rules (``cleanup``,
 
 from __future__ import annotations
 
-import random
 import threading
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from .backends.base import Backend, GenerationOptions, GenerationOutput
 from .cleanup import clean_output
-from .errors import InvalidInputError
 from .language import detect_language
 from .profiles import Profile
 from .render import render_messages
@@ -215,7 +213,3 @@ class _progress:
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
             self.bar.__exit__(*exc)
-
-
-def random_seed() -> int:
-    return random.SystemRandom().randrange(2**31)

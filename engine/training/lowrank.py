@@ -22,8 +22,8 @@ import torch
 
 from ..drafter import Drafter
 from .data import Record, progress_bar
-from .train import _trainable, collate
-from .ttt import DEFAULT_STEPS, PrefixCache, label_mask, step_rows, steps_start, target_features, ttt_forward
+from .train import _trainable, unroll_batch
+from .ttt import DEFAULT_STEPS, PrefixCache, step_rows
 
 __all__ = ["LowrankResult", "candidate_recall", "collect_states", "lowrank_kl", "lowrank_stage", "train_lowrank"]
 
@@ -44,19 +44,13 @@ def collect_states(target, drafter: Drafter, records: Sequence[Record], *, steps
                    batch_size: int = 4, max_length: int | None = None, max_rows: int | None = None,
                    prefix_cache: PrefixCache | None = None, progress: bool = False) -> torch.Tensor:
     """Drafter outputs [n, H] at every TTT depth on response positions of ``records``."""
-    device = drafter.fc.weight.device
     rows: list[torch.Tensor] = []
     count = 0
     bar = progress_bar(len(records), enabled=progress, desc="states", unit="record")
     for i in range(0, len(records), batch_size):
         batch = records[i: i + batch_size]
-        seqs, tokens, loss_mask, prefix_lens = collate(batch, max_length, device)
-        labels = label_mask(loss_mask)
-        vocab_ids = drafter.draft_to_target() if drafter.d2t is not None else None
-        features = target_features(target, seqs, labels, vocab_ids=vocab_ids, prefix_lens=prefix_lens,
-                                   prefix_cache=prefix_cache)
-        start = steps_start(labels, steps)
-        outputs = ttt_forward(drafter, drafter.fuse(features.taps), tokens, steps, start)
+        outputs, _, labels, start = unroll_batch(target, drafter, batch, steps=steps, max_length=max_length,
+                                                 prefix_cache=prefix_cache)
         for k, bi, qi, _ in step_rows(outputs, labels, start):
             rows.append(outputs[k][bi, qi].float())
             count += len(bi)

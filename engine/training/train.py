@@ -180,6 +180,16 @@ def train_step(target, drafter: Drafter, records: Sequence[Record], *, steps: in
                decay: float = DEFAULT_DECAY, max_length: int | None = None,
                prefix_cache: PrefixCache | None = None) -> TTTLoss:
     """Forward of one batch: target features on the fly, TTT unroll, loss (call .loss.backward())."""
+    outputs, features, labels, start = unroll_batch(target, drafter, records, steps=steps, max_length=max_length,
+                                                    prefix_cache=prefix_cache)
+    return ttt_loss(drafter, outputs, features, labels, start, decay)
+
+
+def unroll_batch(target, drafter: Drafter, records: Sequence[Record], *, steps: int,
+                 max_length: int | None, prefix_cache: PrefixCache | None):
+    """Target features for ``records`` and the drafter's TTT unroll over them.
+
+    Returns (outputs per step, features, label mask, first position of each step)."""
     device = drafter.fc.weight.device
     seqs, tokens, loss_mask, prefix_lens = collate(records, max_length, device)
     labels = label_mask(loss_mask)
@@ -187,8 +197,7 @@ def train_step(target, drafter: Drafter, records: Sequence[Record], *, steps: in
     features = target_features(target, seqs, labels, vocab_ids=vocab_ids, prefix_lens=prefix_lens,
                                prefix_cache=prefix_cache)
     start = steps_start(labels, steps)
-    outputs = ttt_forward(drafter, drafter.fuse(features.taps), tokens, steps, start)
-    return ttt_loss(drafter, outputs, features, labels, start, decay)
+    return ttt_forward(drafter, drafter.fuse(features.taps), tokens, steps, start), features, labels, start
 
 
 # ---- validation ------------------------------------------------------------------------------------
@@ -322,8 +331,9 @@ def train_drafter(target, drafter: Drafter, train_records: Sequence[Record], out
         p.requires_grad_(False)
     params = _trainable(drafter, freeze_head=config.freeze_head)
     norm = [p for p in params if p is drafter.norm.weight]
-    groups = [{"params": [p for p in params if p is not drafter.norm.weight]},
-              {"params": norm, "lr": config.lr * config.norm_lr_scale}]
+    groups = [{"params": [p for p in params if p is not drafter.norm.weight]}]
+    if norm:
+        groups.append({"params": norm, "lr": config.lr * config.norm_lr_scale})
     optimizer = torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
     per_epoch = math.ceil(len(train_records) / config.batch_size)
     total = config.max_steps if config.max_steps else config.epochs * per_epoch

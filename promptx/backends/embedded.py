@@ -42,7 +42,7 @@ class EmbeddedBackend:
 
     @property
     def has_drafter(self) -> bool:
-        return self.generator.drafter is not None
+        return self.generator.can_speculate
 
     @property
     def context_window(self) -> int:

@@ -1,0 +1,38 @@
+"""Generator: the object that owns a loaded model; precision choices and their limits."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.device import parse_dtype
+from engine.drafter import Drafter, DrafterConfig
+from engine.generator import Generator
+from engine.sampling import SamplingParams
+from engine.stats import DecodeStats
+
+pytestmark = pytest.mark.slow
+
+
+def test_parse_dtype_names():
+    assert parse_dtype("fp32", "cpu") is torch.float32
+    assert parse_dtype("bf16", "cpu") is torch.bfloat16
+    assert parse_dtype("INT8", "cpu") == "int8"
+    with pytest.raises(ValueError, match="unknown dtype"):
+        parse_dtype("float8", "cpu")
+
+
+def test_int8_decodes_and_never_speculates(model_dir):
+    generator = Generator.from_dir(model_dir, dtype="int8")
+    generator.drafter = Drafter(DrafterConfig.for_target(generator.model.config))   # never used
+    assert not generator.can_speculate
+    ids = generator.tokenizer.encode_chat([{"role": "user", "content": "Describe a red kite."}])
+    stats = DecodeStats()
+    out = generator.generate(ids, SamplingParams(max_new_tokens=12), speculative=True, stats=stats)
+    assert 0 < len(out) <= 12 and stats.accepted_lengths == []   # plain decoding ran
+
+
+def test_prompt_beyond_the_context_is_refused(model_dir):
+    generator = Generator.from_dir(model_dir, dtype="float32")
+    with pytest.raises(ValueError, match="context window"):
+        generator.generate([1] * generator.context_window, SamplingParams(max_new_tokens=8))
