@@ -11,6 +11,7 @@ Not here: template files (``template_registry``), text rules (``cleanup``,
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -202,7 +203,7 @@ class _progress:
         if self.enabled:
             import click
 
-            self.bar = click.progressbar(length=self.total, label="enhancing", file=click.get_text_stream("stderr"))
+            self.bar = click.progressbar(length=self.total, label="enhancing", file=sys.stderr)
             self.bar.__enter__()
         return self
 
