@@ -48,3 +48,14 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         _missing(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny matmuls: on this shared 2-core machine a second torch thread only spins (much slower under load)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

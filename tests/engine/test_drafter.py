@@ -13,29 +13,14 @@ from engine.config import ModelConfig
 from engine.drafter import Drafter, DrafterConfig, DrafterMismatchError
 from engine.drafter_checkpoint import DrafterLoadError, load_drafter, save_drafter, target_fingerprint
 from engine.model import Transformer
+from tests.tiny import TINY_CONFIG, make_tiny_target
 
-CFG = ModelConfig(model_type="llama", vocab_size=128, hidden_size=64, intermediate_size=128,
-                  num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                  max_position_embeddings=256)
+CFG = TINY_CONFIG
 ATOL = 1e-5
 
 
-def make_target(seed: int = 0, cfg: ModelConfig = CFG) -> Transformer:
-    torch.manual_seed(seed)
-    model = Transformer(cfg)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0, 0.2) if p.dim() > 1 else p.uniform_(0.5, 1.5)
-    return model.eval()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matmuls: extra threads only spin on this shared 2-core machine (100x slower under load)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+make_target = make_tiny_target
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import json
 import pytest
 import torch
 
-from engine.config import ModelConfig
 from engine.drafter_checkpoint import load_drafter
 from engine.model import Transformer
+from tests.tiny import TINY_CONFIG, make_tiny_target
 from engine.sampling import SamplingParams
 from engine.training import data as data_mod
 from engine.training.data import (GenerationItem, Record, generate_batch, generate_dataset, generate_reference,
@@ -20,27 +20,12 @@ from engine.training.ttt import (PrefixCache, label_mask, steps_start, target_fe
                                  ttt_mask, ttt_positions)
 from engine.training.vocab import select_draft_vocab, token_counts, vocab_coverage
 
-CFG = ModelConfig(model_type="llama", vocab_size=128, hidden_size=64, intermediate_size=128,
-                  num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                  max_position_embeddings=256)
+CFG = TINY_CONFIG
 EOS = (1,)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def make_target(seed: int = 0) -> Transformer:
-    torch.manual_seed(seed)
-    model = Transformer(CFG)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0, 0.2) if p.dim() > 1 else p.uniform_(0.5, 1.5)
-    return model.eval()
+pytestmark = pytest.mark.usefixtures("one_thread")
+make_target = make_tiny_target
 
 
 @pytest.fixture(scope="module")

@@ -240,16 +240,6 @@ class EnginePeer:
         return self.generator.generate(prompt_ids, params, speculative=False)
 
 
-@pytest.fixture(scope="module")
-def one_thread():
-    """Small matmuls on a shared 2-core machine: a second thread only spins (much slower under load)."""
-    torch = pytest.importorskip("torch")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_run_bench_on_a_tiny_random_model(one_thread):
     """Every run, a peer, the entropy pass and the report, in well under a second of compute."""
     from types import SimpleNamespace
