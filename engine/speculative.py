@@ -124,7 +124,9 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     started = time.perf_counter()
     if stop.accept(root):
         stats.finish_reason = stop.finish_reason
-        yield from ([] if root in stop.eos_ids else [[root]])
+        if root not in stop.eos_ids:
+            stats.new_tokens += 1
+            yield [root]
         return
     stats.new_tokens += 1
     yield [root]

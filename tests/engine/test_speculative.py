@@ -78,6 +78,8 @@ def test_every_config_on_one_prompt_and_exact_budget(fp32_model, drafter):
     assert len(expected) == 37
     for config in CONFIGS + [TreeConfig(budget=0, max_depth=1, top_k=1)]:
         assert speculative(model, drafter, tok, ids, params, config)[0] == expected
+    one, stats = speculative(model, drafter, tok, ids, SamplingParams(max_new_tokens=1), CONFIGS[0])
+    assert one == expected[:1] and stats.new_tokens == 1 and stats.finish_reason == "length"
 
 
 def test_sampled_speculative_is_seeded(fp32_model, drafter):
