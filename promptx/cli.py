@@ -78,10 +78,11 @@ def _read_prompts(prompt: str | None, file: Path | None) -> tuple[list[str], boo
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 @click.option("--stream", is_flag=True, help="Print text as it is generated.")
 @click.option("--no-speculative", is_flag=True, help="Decode without speculation (for comparison).")
+@click.option("--drafter", type=click.Path(path_type=Path), help="Drafter checkpoint for speculative decoding.")
 @click.option("--dtype", default="auto", show_default=True,
               help="Model precision: auto, float32, bfloat16, float16, or int8 (fast CPU weights, lower quality).")
 def enhance(prompt, target, file, image, caption, model, seed, temperature, max_new_tokens, style, language,
-            system_prompt, templates_dir, force, as_json, stream, no_speculative, dtype) -> None:
+            system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, dtype) -> None:
     """Enhance PROMPT (or stdin with '-', or each line of --file)."""
     from .enhancer import Enhancer
 
@@ -89,7 +90,7 @@ def enhance(prompt, target, file, image, caption, model, seed, temperature, max_
     if batch and stream:
         raise InvalidInputError("--stream works with a single prompt, not --file")
     enhancer = Enhancer(model, templates_dir=templates_dir, system_prompt=system_prompt,
-                        speculative=not no_speculative, dtype=None if dtype == "auto" else dtype)
+                        speculative=not no_speculative, drafter=drafter, dtype=None if dtype == "auto" else dtype)
     options = dict(image=image, caption=caption, seed=seed, temperature=temperature,
                    max_new_tokens=max_new_tokens, style=style, language=language, force=force)
     if batch:

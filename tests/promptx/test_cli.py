@@ -80,6 +80,12 @@ def test_enhance_json_and_file_batch(runner, model_dir, tmp_path):
 
 
 @pytest.mark.slow
+def test_bad_drafter_is_a_one_line_model_error(runner, model_dir, tmp_path):
+    result = runner.invoke(main, ["enhance", "a cat", "--drafter", str(tmp_path / "no-drafter")])
+    assert result.exit_code == 1 and "drafter" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.slow
 def test_enhance_from_stdin_and_stream(runner, model_dir):
     piped = runner.invoke(main, ["enhance", "-", "--target", "image", "--seed", "5", "--max-new-tokens", "48"],
                           input="a lighthouse at night\n")
