@@ -62,6 +62,7 @@ def draft_tree(drafter: Drafter, state: DraftState, config: TreeConfig) -> Draft
     expansion.start(*[x[0] for x in drafter.topk(state.root_out, config.top_k)])
     outputs: dict[int, torch.Tensor] = {}          # pool index -> drafter output [H]
     slot_pool: list[int] = []                      # pool index of each tree slot written so far
+    slot_positions: list[torch.Tensor] = []        # drafter position of each written slot, per frontier
     try:
         while not expansion.done:
             idx, tokens, parents, depths = expansion.frontier()
@@ -70,8 +71,8 @@ def draft_tree(drafter: Drafter, state: DraftState, config: TreeConfig) -> Draft
             ancestors = expansion.frontier_ancestor_mask(idx)[:, slot_pool]          # [f, written]
             mask = torch.cat([ancestors.new_ones(len(idx), base), ancestors], dim=1)
             positions = base - 1 + depths
-            key_positions = torch.cat([torch.arange(base, device=positions.device),
-                                       base - 1 + expansion.pool()[3][slot_pool]])
+            slot_positions.append(positions)
+            key_positions = torch.cat([torch.arange(base, device=positions.device), *slot_positions])
             out = drafter(hidden[None], tokens[None], cache, positions=positions, mask=mask,
                           key_positions=key_positions)[0]                            # [f, H]
             cache.commit(len(idx))
