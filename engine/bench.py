@@ -28,7 +28,7 @@ import platform
 import resource
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Protocol, Sequence
 
 import torch
@@ -45,7 +45,10 @@ MODES = ("none", "chain", "tree", "harness")
 ENTROPY_METHOD = ("plain target forward over each distinct output (the verify logits are not exposed); "
                   "a round's entropy is the entropy at its root (the distribution of its first new token); "
                   "quartile edges from every generated position of the none run")
-CONCURRENCY_NOTE = "only --concurrency 1 is supported for now (batched decoding is not implemented yet)"
+CONCURRENCY_NOTE = ("at concurrency C > 1 every run decodes C prompts per batched pass and a group's wall time "
+                    "is split evenly over its prompts (tokens/s = batch throughput); peers decode one prompt "
+                    "at a time")
+MAX_CONCURRENCY = 64
 
 
 class BenchError(ValueError):
@@ -68,20 +71,18 @@ class BenchConfig:
     repetition_penalty: float = 1.0
     seed: int | None = 0
     budgets: tuple[int, ...] = (8, 16)
-    modes: tuple[str, ...] = ("none", "chain", "tree")
+    modes: tuple[str, ...] = ("none", "chain", "tree", "harness")
     concurrency: int = 1
     tree_max_depth: int = 6
     tree_top_k: int = 4
     warmup: bool = True
 
     def __post_init__(self) -> None:
-        if self.concurrency != 1:
-            raise BenchError(f"--concurrency {self.concurrency}: {CONCURRENCY_NOTE}")
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise BenchError(f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {self.concurrency}")
         unknown = [m for m in self.modes if m not in MODES]
         if unknown:
             raise BenchError(f"unknown mode(s) {', '.join(unknown)}; use {', '.join(MODES)}")
-        if "harness" in self.modes and not harness_available():
-            raise BenchError("mode 'harness' is not available: this engine has no engine.harness.decode_harness")
         if not self.budgets or any(b < 1 for b in self.budgets):
             raise BenchError(f"budgets must be integers >= 1, not {list(self.budgets)}")
         if self.max_new_tokens < 1:
@@ -100,6 +101,7 @@ class RunSpec:
     mode: str
     budget: int | None = None
     tree: TreeConfig | None = None
+    planner: object | None = None         # the ``Harness`` of a ``harness`` run
 
 
 @dataclass
@@ -117,15 +119,6 @@ class Peer(Protocol):
     name: str
 
     def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> list[int]: ...
-
-
-def harness_available() -> bool:
-    """True when the engine exposes the cost-aware harness decoder."""
-    if importlib.util.find_spec(f"{__package__}.harness") is None:
-        return False
-    from . import harness
-
-    return callable(getattr(harness, "decode_harness", None))
 
 
 def build_runs(config: BenchConfig) -> list[RunSpec]:
@@ -164,11 +157,33 @@ def decode_run(generator: Generator, drafter: Drafter | None, run: RunSpec, prom
         if run.mode == "harness":
             from .harness import decode_harness
 
-            chunks = decode_harness(model, drafter, prompt_ids, params, stop, stats)
+            chunks = decode_harness(model, drafter, prompt_ids, params, stop, stats, run.planner)
         else:
             chunks = decode_speculative(model, drafter, prompt_ids, params, stop, stats, run.tree)
         tokens = [t for chunk in chunks for t in chunk]
     return Sample(tokens, time.perf_counter() - started, stats)
+
+
+def _with_harness(run: RunSpec, model, drafter, say: Callable[[str], None]) -> RunSpec:
+    """Give a ``harness`` run one Harness (stored cost table, else a quick calibration) for all prompts."""
+    if run.mode != "harness" or run.planner is not None:
+        return run
+    from .harness import Harness
+
+    say("loading the cost table (a quick calibration when none is stored)")
+    return replace(run, planner=Harness.for_model(model, drafter))
+
+
+def harness_summary(stats: Sequence[DecodeStats]) -> dict:
+    """What the harness chose: tree sizes and depths, predicted vs observed acceptance, plain rounds."""
+    rounds = [r for s in stats for r in s.rounds]
+    if not rounds:
+        return {"rounds": 0}
+    mean = lambda key: round(sum(r[key] for r in rounds) / len(rounds), 3)  # noqa: E731
+    return {"rounds": len(rounds), "mean_nodes": mean("nodes"), "mean_depth": mean("depth"),
+            "max_nodes": max(r["nodes"] for r in rounds), "plain_rounds": sum(r["nodes"] == 0 for r in rounds),
+            "predicted_accepted": mean("predicted_accepted"), "accepted": mean("accepted"),
+            "predicted_s": mean("predicted_s"), "seconds": mean("seconds")}
 
 
 def decode_peer(peer: Peer, prompt_ids: Sequence[int], params: SamplingParams) -> Sample:
@@ -316,6 +331,8 @@ def summarize_run(run: RunSpec, samples, reference, prompts, entropies, edges, c
                for t in tasks}
     out.update(tau=tau_of(rounds), tau_by_task=by_task, hit_rate=hit, conditional_hit_rate=conditional,
                tau_by_entropy_quartile=tau_by_quartile(stats, entropies, edges))
+    if run.mode == "harness":
+        out["harness"] = harness_summary(stats)
     return out
 
 
@@ -409,11 +426,17 @@ def run_bench(generator: Generator, drafter: Drafter | None, prompts: Sequence[B
     if drafter is None and len(runs) > 1:
         raise BenchError("speculative modes need a drafter")
     say = progress or (lambda message: None)
+    runs = [_with_harness(run, generator.model, drafter, say) for run in runs]
     rss_loaded = peak_rss_mib()
     if config.warmup:
         say("warming up")
         _warm_up(generator, drafter, runs, peers, prompts[0], config)
-    samples = measure(generator, drafter, runs, peers, prompts, config.params(), say)
+    if config.concurrency > 1:
+        from .bench_batch import measure_batched
+
+        samples = measure_batched(generator, drafter, runs, peers, prompts, config.params(), config.concurrency, say)
+    else:
+        samples = measure(generator, drafter, runs, peers, prompts, config.params(), say)
     say("entropy pass")
     reference = samples["none"]
     entropies = _entropies(generator.model, prompts, samples, runs)

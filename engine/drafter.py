@@ -264,6 +264,8 @@ class Drafter(nn.Module):
         slot numbers); mask bool [T, length+T] (default causal); key_positions [length+T]:
         rope position of every slot (default: prefix slots = their index, new = positions),
         used only by the sliding window: key visible iff key_pos > query_pos - window.
+        Batched callers with per-row layouts pass positions [B, T], mask [B, 1, T, length+T]
+        and key_positions [B, length+T].
         """
         embed = self._need_shared()[0]
         start, t = cache.length, tokens.shape[1]
@@ -277,9 +279,12 @@ class Drafter(nn.Module):
                 mask = prefix_causal_mask(start, t, device)
             if key_positions is None:
                 key_positions = torch.cat([torch.arange(start, device=device), positions])
-            if key_positions.shape != (start + t,) or positions.shape != (t,):
-                raise ValueError(f"sliding window needs positions [{t}] and key_positions [{start + t}]")
-            mask = mask & (key_positions[None, :] > positions[:, None] - window)      # [T, S]
+            if key_positions.shape[-1] != start + t or positions.shape[-1] != t \
+                    or key_positions.dim() != positions.dim():
+                raise ValueError(f"sliding window needs positions [{t}] and key_positions [{start + t}] "
+                                 "(or [B, T] and [B, S])")
+            visible = key_positions[..., None, :] > positions[..., :, None] - window   # [T, S] or [B, T, S]
+            mask = mask & (visible if positions.dim() == 1 else visible[:, None])
             first_key = int(mask.reshape(-1, mask.shape[-1]).any(0).int().argmax())
         elif mask is None and start > 0 and t > 1:
             mask = prefix_causal_mask(start, t, device)

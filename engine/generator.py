@@ -2,7 +2,8 @@
 and (optionally) a drafter, turning prompt token ids into generated tokens.
 
 ``stream`` picks the decoder: speculative when a drafter is attached and
-speculation is on, else the plain autoregressive reference. Policy for
+speculation is on, else the plain autoregressive reference; ``generate_many``
+decodes several prompts in one batch (speculative, ragged acceptance). Policy for
 prompts, templates or text clean-up lives in promptx, not here.
 """
 
@@ -79,7 +80,33 @@ class Generator:
                 for token in decode_autoregressive(self.model, prompt_ids, params, stop, stats):
                     yield [token]
 
+    def generate_many(self, prompts: Sequence[Sequence[int]], params: Sequence[SamplingParams], *,
+                      speculative: bool = True, stats: Sequence[DecodeStats] | None = None,
+                      stops: Sequence[StopChecker] | None = None) -> list[list[int]]:
+        """Decode several prompts; batched speculative decoding when a drafter is attached, else one
+        at a time. Every output equals what ``generate`` gives for that prompt alone (greedy)."""
+        stats = list(stats) if stats is not None else [DecodeStats() for _ in prompts]
+        stops = list(stops) if stops is not None else [self.stop_checker(p) for p in params]
+        for ids, p in zip(prompts, params):
+            if len(ids) + p.max_new_tokens > self.context_window:
+                raise ValueError(f"prompt ({len(ids)} tokens) plus max_new_tokens ({p.max_new_tokens}) "
+                                 f"exceed the context window ({self.context_window})")
+        if not (speculative and self.can_speculate) or len(prompts) == 1:
+            return [self.generate(ids, p, speculative=speculative, stats=s, stop=st)
+                    for ids, p, s, st in zip(prompts, params, stats, stops)]
+        from .batch_speculative import decode_speculative_batch
+        from .speculative import TreeConfig
+
+        planner = self.tree_config if hasattr(self.tree_config, "batch_config") else None
+        config = planner or (self.tree_config if isinstance(self.tree_config, TreeConfig) else TreeConfig())
+        outputs: list[list[int]] = [[] for _ in prompts]
+        with self.lock:
+            for index, tokens in decode_speculative_batch(self.model, self.drafter, prompts, params, stops,
+                                                          stats, config):
+                outputs[index].extend(tokens)
+        return outputs
+
     def generate(self, prompt_ids: Sequence[int], params: SamplingParams, *, speculative: bool = True,
-                 stats: DecodeStats | None = None) -> list[int]:
-        return [t for chunk in self.stream(prompt_ids, params, speculative=speculative, stats=stats)
+                 stats: DecodeStats | None = None, stop: StopChecker | None = None) -> list[int]:
+        return [t for chunk in self.stream(prompt_ids, params, speculative=speculative, stats=stats, stop=stop)
                 for t in chunk]

@@ -8,15 +8,20 @@ one drafter pass with a tree mask), runs (root, tree) through the target
 with the tree mask, verifies losslessly, copies the accepted path's KV into
 place and feeds the accepted tokens' target features to the drafter.
 
+The tree of each round comes from a planner: ``FixedTree`` (one
+``TreeConfig`` shape every round) or the cost-aware ``engine.harness.Harness``;
+``DraftPass`` runs a growing tree's frontiers through the drafter for both.
+
 Not here: tree bookkeeping (``engine.tree``), acceptance rules
-(``engine.verify``), stop rules (``engine.stopping``).
+(``engine.verify``), stop rules (``engine.stopping``), batches
+(``engine.batch_speculative``).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterator, Protocol, Sequence
 
 import torch
 
@@ -47,6 +52,17 @@ class TreeConfig:
         return cls(budget=length, max_depth=length, top_k=1)
 
 
+class TreePlanner(Protocol):
+    """Decides each round's draft tree (``FixedTree``, ``engine.harness.Harness``)."""
+
+    max_nodes: int        # most tree nodes a round verifies
+    draft_slots: int      # most drafter cache slots one tree may use
+
+    def draft(self, drafter: Drafter, state: "DraftState", context: int) -> DraftTree: ...
+
+    def observe(self, tree: DraftTree, result, draft_s: float, verify_s: float, stats: DecodeStats) -> None: ...
+
+
 @dataclass
 class DraftState:
     """The drafter's side of one sequence: its cache and the output at the root."""
@@ -55,32 +71,68 @@ class DraftState:
     root_out: torch.Tensor        # [1, H] drafter output whose head predicts the root's child
 
 
+class DraftPass:
+    """Runs frontiers of a growing tree through the drafter; the drafter cache is restored on close.
+
+    Each ``run`` feeds the expansion's current frontier (tree mask over the nodes written so
+    far, positions = root position + depth) and returns the top-``k`` children per frontier
+    node as (log-probs [f, k], target token ids [f, k]).
+    """
+
+    def __init__(self, drafter: Drafter, state: DraftState) -> None:
+        self.drafter, self.state = drafter, state
+        self.base = state.cache.length
+        self.outputs: dict[int, torch.Tensor] = {}          # pool index -> drafter output [H]
+        self.slot_pool: list[int] = []                      # pool index of each tree slot written so far
+        self.slot_positions: list[torch.Tensor] = []        # drafter position of each written slot, per frontier
+
+    def __enter__(self) -> "DraftPass":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.state.cache.rollback(self.base)
+
+    def run(self, expansion: TreeExpansion, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        state, cache, base = self.state, self.state.cache, self.base
+        idx, tokens, parents, depths = expansion.frontier()
+        hidden = torch.stack([state.root_out[0] if p < 0 else self.outputs[p] for p in parents.tolist()])
+        self.slot_pool.extend(idx.tolist())
+        ancestors = expansion.frontier_ancestor_mask(idx)[:, self.slot_pool]           # [f, written]
+        mask = torch.cat([ancestors.new_ones(len(idx), base), ancestors], dim=1)
+        positions = base - 1 + depths
+        self.slot_positions.append(positions)
+        key_positions = torch.cat([torch.arange(base, device=positions.device), *self.slot_positions])
+        out = self.drafter(hidden[None], tokens[None], cache, positions=positions, mask=mask,
+                           key_positions=key_positions)[0]                               # [f, H]
+        cache.commit(len(idx))
+        self.outputs.update(zip(idx.tolist(), out))
+        return self.drafter.topk(out, k)
+
+
 def draft_tree(drafter: Drafter, state: DraftState, config: TreeConfig) -> DraftTree:
     """Grow an EAGLE-2 tree below the root; the drafter cache is left as it was."""
-    cache, base = state.cache, state.cache.length
     expansion = TreeExpansion(config.budget, config.max_depth, config.top_k)
     expansion.start(*[x[0] for x in drafter.topk(state.root_out, config.top_k)])
-    outputs: dict[int, torch.Tensor] = {}          # pool index -> drafter output [H]
-    slot_pool: list[int] = []                      # pool index of each tree slot written so far
-    slot_positions: list[torch.Tensor] = []        # drafter position of each written slot, per frontier
-    try:
+    with DraftPass(drafter, state) as drafting:
         while not expansion.done:
-            idx, tokens, parents, depths = expansion.frontier()
-            hidden = torch.stack([state.root_out[0] if p < 0 else outputs[p] for p in parents.tolist()])
-            slot_pool.extend(idx.tolist())
-            ancestors = expansion.frontier_ancestor_mask(idx)[:, slot_pool]          # [f, written]
-            mask = torch.cat([ancestors.new_ones(len(idx), base), ancestors], dim=1)
-            positions = base - 1 + depths
-            slot_positions.append(positions)
-            key_positions = torch.cat([torch.arange(base, device=positions.device), *slot_positions])
-            out = drafter(hidden[None], tokens[None], cache, positions=positions, mask=mask,
-                          key_positions=key_positions)[0]                            # [f, H]
-            cache.commit(len(idx))
-            outputs.update(zip(idx.tolist(), out))
-            expansion.extend(*drafter.topk(out, config.top_k))
-    finally:
-        cache.rollback(base)
+            expansion.extend(*drafting.run(expansion, config.top_k))
     return expansion.finish()
+
+
+class FixedTree:
+    """Planner with a fixed tree shape (``TreeConfig``): the EAGLE-2 tree every round."""
+
+    def __init__(self, config: TreeConfig) -> None:
+        self.config = config
+        self.max_nodes = config.budget
+        self.max_depth = config.max_depth
+        self.draft_slots = config.max_depth * config.top_k
+
+    def draft(self, drafter: Drafter, state: DraftState, context: int) -> DraftTree:
+        return draft_tree(drafter, state, self.config)
+
+    def observe(self, tree: DraftTree, result, draft_s: float, verify_s: float, stats: DecodeStats) -> None:
+        """Fixed trees learn nothing from a round."""
 
 
 def drafter_catch_up(drafter: Drafter, state: DraftState, taps: torch.Tensor, next_tokens: Sequence[int]) -> None:
@@ -108,14 +160,18 @@ def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
 @torch.inference_mode()
 def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequence[int], params: SamplingParams,
                        stop: StopChecker, stats: DecodeStats | None = None,
-                       config: TreeConfig | None = None) -> Iterator[list[int]]:
-    """Yield accepted tokens per round; greedy output equals ``decode_autoregressive`` exactly."""
-    config = config or TreeConfig()
+                       config: "TreeConfig | TreePlanner | None" = None) -> Iterator[list[int]]:
+    """Yield accepted tokens per round; greedy output equals ``decode_autoregressive`` exactly.
+
+    ``config``: a fixed ``TreeConfig`` (default ``TreeConfig()``) or a planner that drafts each
+    round's tree and observes its outcome (``FixedTree``, ``engine.harness.Harness``).
+    """
+    planner = config if hasattr(config, "draft") else FixedTree(config or TreeConfig())
     stats = stats if stats is not None else DecodeStats()
     stats.prompt_tokens = len(prompt_ids)
     if stop.done:
         return
-    capacity = len(prompt_ids) + params.max_new_tokens + config.budget + 2
+    capacity = len(prompt_ids) + params.max_new_tokens + planner.max_nodes + 2
     cache = model.new_cache(capacity)
     generator = make_generator(params.seed)
     started = time.perf_counter()
@@ -131,17 +187,19 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         return
     stats.new_tokens += 1
     yield [root]
-    state = DraftState(drafter.new_cache(capacity + config.max_depth * config.top_k), root_out=None)
+    state = DraftState(drafter.new_cache(capacity + planner.draft_slots), root_out=None)
     drafter_catch_up(drafter, state, out.taps, list(prompt_ids[1:]) + [root])
     while True:
         t0 = time.perf_counter()
-        tree = draft_tree(drafter, state, config)
+        tree = planner.draft(drafter, state, cache.length)
         t1 = time.perf_counter()
         logits, taps = verify_pass(model, cache, root, tree)
         result = verify(tree, logits, stop.tokens, params, generator)
+        t2 = time.perf_counter()
         stats.draft_s += t1 - t0
-        stats.verify_s += time.perf_counter() - t1
+        stats.verify_s += t2 - t1
         stats.target_forwards += 1
+        planner.observe(tree, result, t1 - t0, t2 - t1, stats)
         stats.record_round(result.num_accepted, tree.max_depth)
         used = stop.accept_many(result.tokens)
         emitted = [t for t in result.tokens[:used] if t not in stop.eos_ids]

@@ -18,6 +18,7 @@ class DecodeStats:
     depth_attempts: list[int] = field(default_factory=list)     # rounds whose tree reached depth d+1
     depth_accepts: list[int] = field(default_factory=list)      # rounds that accepted depth d+1
     finish_reason: str | None = None
+    rounds: list[dict] = field(default_factory=list)            # the harness's choices per round
 
     @property
     def tau(self) -> float:

@@ -267,6 +267,14 @@ class TreeExpansion:
         idx = self._frontier
         return idx, tokens[idx], parents[idx], depths[idx]
 
+    def set_frontier(self, pool_indices: Sequence[int] | torch.Tensor) -> None:
+        """Expand these nodes of the newest level next, instead of the ``top_k`` best (a policy's choice)."""
+        _, _, _, depths = self.pool()
+        idx = torch.as_tensor(pool_indices, dtype=torch.long, device=depths.device).reshape(-1).sort().values
+        if idx.numel() == 0 or bool((depths[idx] != self.depth).any()):
+            raise ValueError(f"a frontier needs one or more nodes of the newest level (depth {self.depth})")
+        self._frontier = idx
+
     def frontier_ancestor_mask(self, pool_indices: torch.Tensor) -> torch.Tensor:
         """Bool [f, P]: row j marks pool node ``pool_indices[j]`` and its ancestors."""
         parents = torch.cat(self._parents)                       # [P]

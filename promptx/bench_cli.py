@@ -41,14 +41,12 @@ def parse_budgets(value: str) -> tuple[int, ...]:
 
 
 def parse_modes(value: str) -> tuple[str, ...]:
-    from engine.bench import MODES, harness_available
+    from engine.bench import MODES
 
     modes = tuple(dict.fromkeys(_split(value)))
     unknown = [m for m in modes if m not in MODES]
     if not modes or unknown:
         raise InvalidInputError(f"--modes {value!r}: choose from {', '.join(MODES)}")
-    if "harness" in modes and not harness_available():
-        raise InvalidInputError("--modes harness: this engine has no cost-aware harness yet (engine.harness)")
     return modes
 
 
@@ -63,10 +61,11 @@ def parse_peers(value: str) -> tuple[str, ...]:
 
 
 def check_concurrency(value: int) -> None:
-    from engine.bench import CONCURRENCY_NOTE
+    from engine.bench import MAX_CONCURRENCY
 
-    if value != 1:
-        raise InvalidInputError(f"--concurrency {value}: {CONCURRENCY_NOTE}")
+    if not 1 <= value <= MAX_CONCURRENCY:
+        raise InvalidInputError(f"--concurrency {value}: give a number of concurrent sequences from 1 to "
+                                f"{MAX_CONCURRENCY}")
 
 
 # ---- prompts ---------------------------------------------------------------------------------------
@@ -303,8 +302,9 @@ def write_outputs(report: dict, out: Path | None) -> str:
 @click.option("--max-new-tokens", type=click.IntRange(1, 4096), default=128, show_default=True)
 @click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True, help="0 = greedy.")
 @click.option("--budgets", default="8,16", show_default=True, help="Verification budgets (draft tokens).")
-@click.option("--modes", default="none,chain,tree", show_default=True, help="none, chain, tree (harness: later).")
-@click.option("--concurrency", type=int, default=1, show_default=True, help="Only 1 is supported for now.")
+@click.option("--modes", default="none,chain,tree,harness", show_default=True, help="none, chain, tree, harness (the cost-aware planner; uses the stored cost table or a quick calibration).")
+@click.option("--concurrency", type=int, default=1, show_default=True,
+              help="Prompts decoded together in one batch per run (e.g. 8).")
 @click.option("--num-prompts", type=click.IntRange(min=1), help="Use the first N prompts of the file.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--peers", default="transformers,llamacpp", show_default=True, help="Peers to compare, or none.")
@@ -315,7 +315,7 @@ def write_outputs(report: dict, out: Path | None) -> str:
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Write bench.json, summary.md, plots.")
 def bench(prompt_file, file_format, target, model, drafter, max_new_tokens, temperature, budgets, modes,
           concurrency, num_prompts, seed, peers, dtype, device, threads, no_warmup, out) -> None:
-    """Benchmark speculative decoding on the prompts of PROMPT_FILE (concurrency 1 only)."""
+    """Benchmark speculative decoding on the prompts of PROMPT_FILE."""
     check_concurrency(concurrency)
     if threads is not None:
         import torch
@@ -325,7 +325,7 @@ def bench(prompt_file, file_format, target, model, drafter, max_new_tokens, temp
 
     try:
         config = BenchConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                             budgets=parse_budgets(budgets), modes=parse_modes(modes),
+                             budgets=parse_budgets(budgets), modes=parse_modes(modes), concurrency=concurrency,
                              warmup=not no_warmup)
     except BenchError as exc:
         raise InvalidInputError(str(exc)) from None
@@ -355,4 +355,6 @@ def add_notes(report: dict, skipped_peers: dict) -> None:
     if report["drafter"] and report["drafter"]["random"]:
         report["warnings"].append(RANDOM_DRAFTER_WARNING)
     report["notes"] += [f"peer {name} skipped: {entry['skipped']}" for name, entry in skipped_peers.items()]
-    report["notes"] += [CONCURRENCY_NOTE, f"entropy method: {report['entropy']['method']}"]
+    if report["settings"]["concurrency"] > 1:
+        report["notes"].append(CONCURRENCY_NOTE)
+    report["notes"].append(f"entropy method: {report['entropy']['method']}")

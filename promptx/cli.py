@@ -79,10 +79,12 @@ def _read_prompts(prompt: str | None, file: Path | None) -> tuple[list[str], boo
 @click.option("--stream", is_flag=True, help="Print text as it is generated.")
 @click.option("--no-speculative", is_flag=True, help="Decode without speculation (for comparison).")
 @click.option("--drafter", type=click.Path(path_type=Path), help="Drafter checkpoint for speculative decoding.")
+@click.option("--planner", type=click.Choice(("harness", "tree")), default="harness", show_default=True,
+              help="Draft tree sizing: the cost-aware harness or the drafter's fixed tree.")
 @click.option("--dtype", default="auto", show_default=True,
               help="Model precision: auto, float32, bfloat16, float16, or int8 (fast CPU weights, lower quality).")
 def enhance(prompt, target, file, image, caption, model, seed, temperature, max_new_tokens, style, language,
-            system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, dtype) -> None:
+            system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, planner, dtype) -> None:
     """Enhance PROMPT (or stdin with '-', or each line of --file)."""
     from .enhancer import Enhancer
 
@@ -90,7 +92,8 @@ def enhance(prompt, target, file, image, caption, model, seed, temperature, max_
     if batch and stream:
         raise InvalidInputError("--stream works with a single prompt, not --file")
     enhancer = Enhancer(model, templates_dir=templates_dir, system_prompt=system_prompt,
-                        speculative=not no_speculative, drafter=drafter, dtype=None if dtype == "auto" else dtype)
+                        speculative=not no_speculative, drafter=drafter, planner=planner,
+                        dtype=None if dtype == "auto" else dtype)
     options = dict(image=image, caption=caption, seed=seed, temperature=temperature,
                    max_new_tokens=max_new_tokens, style=style, language=language, force=force)
     if batch:
@@ -167,9 +170,11 @@ def _registry(templates_dir):
 
 def _register_subcommands() -> None:
     from .bench_cli import bench
+    from .calibrate_cli import calibrate
     from .draft_cli import draft
 
     main.add_command(bench)
+    main.add_command(calibrate)
     main.add_command(draft)
 
 

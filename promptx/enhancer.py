@@ -18,6 +18,7 @@ from typing import Iterable, Iterator, Sequence
 
 from .backends.base import Backend, GenerationOptions, GenerationOutput
 from .cleanup import clean_output
+from .errors import InvalidInputError
 from .language import detect_language
 from .profiles import Profile
 from .render import render_messages
@@ -36,8 +37,9 @@ class Enhancer:
                  templates_dir: str | Path | Sequence[str | Path] | None = None,
                  system_prompt: str | None = None, speculative: bool = True, drafter: str | Path | None = None,
                  dtype: str | None = None, device: str | None = None, retries: int = DEFAULT_RETRIES,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, planner: str = "harness") -> None:
         self._model, self._drafter, self._dtype, self._device = model, drafter, dtype, device
+        self._planner = planner
         self._backend = backend
         self._quiet = quiet
         self.system_prompt = system_prompt
@@ -54,7 +56,8 @@ class Enhancer:
                 from .backends.embedded import EmbeddedBackend
 
                 self._backend = EmbeddedBackend(self._model, dtype=self._dtype, device=self._device,
-                                                drafter=self._drafter, quiet=self._quiet)
+                                                drafter=self._drafter, quiet=self._quiet,
+                                                planner=self._planner)
             return self._backend
 
     def profile(self, target: str) -> Profile:
@@ -68,15 +71,24 @@ class Enhancer:
             return self._run(request, on_delta=None)
 
     def enhance_many(self, prompts: Iterable[str], target: str = "video", *, progress: bool = False,
-                     **options) -> list[EnhancedPrompt]:
-        """Enhance several prompts with the same options, in order."""
+                     batch_size: int = 8, **options) -> list[EnhancedPrompt]:
+        """Enhance several prompts with the same options, in order.
+
+        With a backend that batches (the embedded one), first attempts run ``batch_size`` at a
+        time in one batched decode; retries after a rejected output run one by one.
+        """
+        if batch_size < 1:
+            raise InvalidInputError(f"batch_size must be >= 1, not {batch_size}")
         prompts = list(prompts)
         requests = [self._request(p, target, options) for p in prompts]   # validate all first
         results = []
         with self._lock, _progress(len(requests), progress) as bar:
-            for request in requests:
-                results.append(self._run(request, on_delta=None))
-                bar.update(1)
+            for start in range(0, len(requests), batch_size):
+                chunk = requests[start: start + batch_size]
+                seeds = [r.seeds(self.retries) for r in chunk]
+                for request, request_seeds, first in zip(chunk, seeds, self._first_attempts(chunk, seeds)):
+                    results.append(self._run(request, on_delta=None, first=first, seeds=request_seeds))
+                    bar.update(1)
         return results
 
     def stream(self, prompt: str | None, target: str = "video", **options) -> "EnhanceStream":
@@ -90,16 +102,27 @@ class Enhancer:
         options.setdefault("system_prompt", self.system_prompt)
         return EnhanceRequest.build(profile, prompt, **options)
 
-    def _run(self, request: EnhanceRequest, on_delta) -> EnhancedPrompt:
+    def _first_attempts(self, requests: list[EnhanceRequest], seeds: list[list[int]]) -> list[GenerationOutput | None]:
+        """The first attempt of every request in one batched decode, where the backend batches."""
+        todo = [(r, s[0]) for r, s in zip(requests, seeds) if not r.skip_reason]
+        batched = getattr(self.backend, "generate_many", None)
+        if batched is None or len(todo) < 2:
+            return [None] * len(requests)
+        outputs = iter(batched([(_messages(r), self._options(r, seed)) for r, seed in todo]))
+        return [None if r.skip_reason else next(outputs) for r in requests]
+
+    def _run(self, request: EnhanceRequest, on_delta, first: GenerationOutput | None = None,
+             seeds: list[int] | None = None) -> EnhancedPrompt:
         if request.skip_reason:
             return request.unchanged(request.skip_reason, fallback=False)
-        messages = render_messages(request.profile, request.prompt, image_facts=request.image_facts,
-                                   caption=request.caption, style=request.style, language=request.language,
-                                   system_prompt=request.system_prompt)
+        messages = _messages(request)
         problems: list[str] = []
         totals = _Totals()
-        for attempt, seed in enumerate(request.seeds(self.retries)):
-            output = self._generate(messages, request, seed, on_delta if attempt == 0 else None)
+        for attempt, seed in enumerate(seeds or request.seeds(self.retries)):
+            if attempt == 0 and first is not None:
+                output = first
+            else:
+                output = self._generate(messages, request, seed, on_delta if attempt == 0 else None)
             totals.add(output)
             text, attempt_problems = self._postprocess(request, output.text)
             if not attempt_problems:
@@ -109,12 +132,15 @@ class Enhancer:
         return request.unchanged(f"no acceptable output after {totals.attempts} attempts: {reason}",
                                  fallback=True, stats=totals.stats(self.backend, totals.attempts, None))
 
+    @staticmethod
+    def _options(request: EnhanceRequest, seed: int) -> GenerationOptions:
+        return GenerationOptions(temperature=request.temperature, top_p=request.profile.top_p,
+                                 repetition_penalty=request.profile.repetition_penalty,
+                                 max_new_tokens=request.max_new_tokens, seed=seed,
+                                 speculative=request.speculative)
+
     def _generate(self, messages, request: EnhanceRequest, seed: int, on_delta) -> GenerationOutput:
-        options = GenerationOptions(temperature=request.temperature, top_p=request.profile.top_p,
-                                    repetition_penalty=request.profile.repetition_penalty,
-                                    max_new_tokens=request.max_new_tokens, seed=seed,
-                                    speculative=request.speculative)
-        run = self.backend.start(messages, options)
+        run = self.backend.start(messages, self._options(request, seed))
         for delta in run:
             if on_delta is not None:
                 on_delta(delta)
@@ -129,6 +155,12 @@ class Enhancer:
         if request.wants_english and cleaned.text and detect_language(cleaned.text) not in ("en", "other"):
             problems.append("the output is not in English")
         return cleaned.text, problems
+
+
+def _messages(request: EnhanceRequest):
+    return render_messages(request.profile, request.prompt, image_facts=request.image_facts,
+                           caption=request.caption, style=request.style, language=request.language,
+                           system_prompt=request.system_prompt)
 
 
 class EnhanceStream:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from engine.config import ModelConfig
+from engine.drafter import Drafter, DrafterConfig
 from engine.model import Transformer
 
 TINY_CONFIG = ModelConfig(model_type="llama", vocab_size=128, hidden_size=64, intermediate_size=128,
@@ -20,3 +21,19 @@ def make_tiny_target(seed: int = 0, cfg: ModelConfig = TINY_CONFIG) -> Transform
         for p in model.parameters():
             p.normal_(0, 0.2) if p.dim() > 1 else p.uniform_(0.5, 1.5)
     return model.eval()
+
+
+def make_tiny_drafter(target, seed: int = 1, **overrides) -> Drafter:
+    """A random drafter attached to ``target`` (norms not all ones; reduced vocab / low-rank head as asked)."""
+    torch.manual_seed(seed)
+    drafter = Drafter(DrafterConfig.for_target(target.config, **overrides))
+    with torch.no_grad():
+        for name, p in drafter.named_parameters():
+            if p.dim() == 1:
+                p.uniform_(0.5, 1.5)  # norms: not all ones, so a mixed-up norm shows
+    if drafter.d2t is not None:
+        drafter.set_vocab_map(torch.randperm(target.config.vocab_size)[: drafter.config.draft_vocab_size].sort().values)
+    drafter.attach(target)
+    if drafter.config.lowrank_rank is not None:
+        drafter.init_lowrank_from_head()
+    return drafter.eval()

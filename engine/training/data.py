@@ -37,6 +37,7 @@ import torch
 from ..autoregressive import decode_autoregressive
 from ..sampling import SamplingParams, make_generator, pick_token
 from ..stopping import StopChecker
+from ..progress import progress_bar
 from .ttt import PrefixCache
 
 FORMATS = ("jsonl", "pt")
@@ -50,27 +51,6 @@ __all__ = [
 
 class DataError(ValueError):
     """A data directory is unusable (wrong target, malformed shard)."""
-
-
-def progress_bar(total: int | None = None, *, enabled: bool = True, desc: str = "", initial: int = 0, unit: str = "it"):
-    """tqdm on stderr when available and enabled, else a silent stand-in with the same methods."""
-    if enabled:
-        try:
-            from tqdm.auto import tqdm
-
-            return tqdm(total=total, desc=desc, initial=initial, unit=unit, dynamic_ncols=True)
-        except ImportError:  # pragma: no cover - tqdm ships with transformers/huggingface_hub
-            pass
-    return _Silent()
-
-
-class _Silent:
-    def update(self, n: int = 1) -> None: ...
-    def set_postfix(self, *args, **kwargs) -> None: ...
-    def write(self, text: str) -> None: ...
-    def close(self) -> None: ...
-    def __enter__(self): return self
-    def __exit__(self, *exc) -> None: ...
 
 
 # ---- records ------------------------------------------------------------------------------------

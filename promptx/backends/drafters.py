@@ -27,8 +27,11 @@ def find_drafter(target) -> Path | None:
     return None
 
 
+PLANNERS = ("harness", "tree")
+
+
 def load_drafter_for(target, path: Path):
-    """Load the drafter at ``path`` for ``target`` and its default tree settings."""
+    """Load the drafter at ``path`` for ``target`` and its default (fixed) tree settings."""
     from engine.drafter_checkpoint import DrafterLoadError, DrafterMismatchError, load_drafter
     from engine.speculative import TreeConfig
 
@@ -37,3 +40,22 @@ def load_drafter_for(target, path: Path):
     except (DrafterLoadError, DrafterMismatchError) as exc:
         raise ModelError(f"drafter {path}: {exc}") from exc
     return drafter, TreeConfig()
+
+
+def make_planner(kind: str, target, drafter, fixed, quiet: bool = True):
+    """The tree planner for speculative decoding: the cost-aware harness (its cost table from the
+    cache, measured quickly once when missing) or the drafter's fixed tree."""
+    if kind not in PLANNERS:
+        raise ModelError(f"unknown tree planner {kind!r}: use one of {', '.join(PLANNERS)}")
+    if kind == "tree":
+        return fixed
+    from engine.calibrate import cost_key
+    from engine.cost_table import table_path
+    from engine.harness import Harness
+
+    if not quiet and not table_path(cost_key(target, drafter)).exists():
+        import sys
+
+        print("promptx: measuring this machine's decoding costs once (promptx calibrate does a full "
+              "calibration)...", file=sys.stderr)
+    return Harness.for_model(target, drafter)

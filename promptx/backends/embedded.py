@@ -20,7 +20,8 @@ class EmbeddedBackend:
     name = "embedded"
 
     def __init__(self, model: str | Path | None = None, *, dtype: str | None = None,
-                 device: str | None = None, drafter: str | Path | None = None, quiet: bool = False) -> None:
+                 device: str | None = None, drafter: str | Path | None = None, quiet: bool = False,
+                 planner: str = "harness") -> None:
         self.source: ModelSource = resolve_model(model)
         self.model_name = self.source.name
         directory = prepare(self.source, quiet=quiet)
@@ -31,14 +32,19 @@ class EmbeddedBackend:
             self.generator = Generator.from_dir(directory, dtype=dtype, device=device or default_device())
         except (ValueError, OSError, RuntimeError) as exc:
             raise ModelError(f"cannot load model {self.model_name}: {exc}") from exc
-        self._attach_drafter(drafter)
+        self._attach_drafter(drafter, planner, quiet)
 
-    def _attach_drafter(self, drafter: str | Path | None) -> None:
-        from .drafters import find_drafter, load_drafter_for
+    def _attach_drafter(self, drafter: str | Path | None, planner: str, quiet: bool) -> None:
+        from .drafters import find_drafter, load_drafter_for, make_planner
 
         path = Path(drafter) if drafter is not None else find_drafter(self.generator.model)
-        if path is not None:
-            self.generator.drafter, self.generator.tree_config = load_drafter_for(self.generator.model, path)
+        if path is None:
+            return
+        target = self.generator.model
+        loaded, fixed = load_drafter_for(target, path)
+        self.generator.drafter = loaded
+        if self.generator.can_speculate:
+            self.generator.tree_config = make_planner(planner, target, loaded, fixed, quiet)
 
     @property
     def has_drafter(self) -> bool:
@@ -56,21 +62,49 @@ class EmbeddedBackend:
 
     def start(self, messages: Messages, options: GenerationOptions) -> GenerationRun:
         prompt_ids = self.encode(messages)
+        self._check_length(prompt_ids, options)
+        return GenerationRun(lambda run: self._deltas(run, prompt_ids, options))
+
+    def generate_many(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
+        """Decode several requests in one batch (speculative when a drafter is attached)."""
+        from engine.stats import DecodeStats
+
+        prompts = [self.encode(messages) for messages, _ in requests]
+        for ids, (_, options) in zip(prompts, requests):
+            self._check_length(ids, options)
+        params = [_sampling_params(options) for _, options in requests]
+        speculative = all(options.speculative for _, options in requests) and self.has_drafter
+        stats = [DecodeStats() for _ in requests]
+        stops = [self.generator.stop_checker(p) for p in params]
+        started = time.perf_counter()
+        try:
+            outputs = self.generator.generate_many(prompts, params, speculative=speculative, stats=stats, stops=stops)
+        except (RuntimeError, ValueError) as exc:
+            raise BackendError(f"generation failed: {exc}") from exc
+        latency = time.perf_counter() - started
+        return [self._output(stop.trim_text(self.generator.tokenizer.decode(tokens)), ids, s, latency, speculative)
+                for tokens, ids, s, stop in zip(outputs, prompts, stats, stops)]
+
+    def _check_length(self, prompt_ids: list[int], options: GenerationOptions) -> None:
         if len(prompt_ids) + options.max_new_tokens > self.context_window:
             raise PromptTooLongError(
                 f"the prompt takes {len(prompt_ids)} tokens and the answer up to {options.max_new_tokens}; "
                 f"the model's context holds {self.context_window}: shorten the prompt")
-        return GenerationRun(lambda run: self._deltas(run, prompt_ids, options))
+
+    @staticmethod
+    def _output(text: str, prompt_ids: list[int], stats, latency: float, speculative: bool) -> GenerationOutput:
+        return GenerationOutput(
+            text=text, prompt_tokens=len(prompt_ids), completion_tokens=stats.new_tokens,
+            finish_reason=stats.finish_reason or "length", latency_s=latency,
+            tokens_per_s=stats.new_tokens / latency if latency > 0 else 0.0,
+            speculative=speculative, acceptance_length=stats.tau if speculative else None,
+            engine_stats=stats.as_dict())
 
     def _deltas(self, run: GenerationRun, prompt_ids: list[int], options: GenerationOptions) -> Iterator[str]:
-        from engine.sampling import SamplingParams
         from engine.stats import DecodeStats
         from engine.tokenizer import IncrementalDecoder
 
-        params = SamplingParams(temperature=options.temperature, top_p=options.top_p, top_k=options.top_k,
-                                repetition_penalty=options.repetition_penalty,
-                                max_new_tokens=options.max_new_tokens, seed=options.seed,
-                                stop_strings=options.stop)
+        params = _sampling_params(options)
         speculative = options.speculative and self.has_drafter
         stats, decoder = DecodeStats(), IncrementalDecoder(self.generator.tokenizer)
         stop = self.generator.stop_checker(params)
@@ -85,9 +119,12 @@ class EmbeddedBackend:
             raise BackendError(f"generation failed: {exc}") from exc
         latency = time.perf_counter() - started
         text = stop.trim_text(self.generator.tokenizer.decode(decoder.ids))
-        run.output = GenerationOutput(
-            text=text, prompt_tokens=len(prompt_ids), completion_tokens=stats.new_tokens,
-            finish_reason=stats.finish_reason or "length", latency_s=latency,
-            tokens_per_s=stats.new_tokens / latency if latency > 0 else 0.0,
-            speculative=speculative, acceptance_length=stats.tau if speculative else None,
-            engine_stats=stats.as_dict())
+        run.output = self._output(text, prompt_ids, stats, latency, speculative)
+
+
+def _sampling_params(options: GenerationOptions):
+    from engine.sampling import SamplingParams
+
+    return SamplingParams(temperature=options.temperature, top_p=options.top_p, top_k=options.top_k,
+                          repetition_penalty=options.repetition_penalty, max_new_tokens=options.max_new_tokens,
+                          seed=options.seed, stop_strings=options.stop)

@@ -13,34 +13,20 @@ from engine.config import ModelConfig
 from engine.drafter import Drafter, DrafterConfig, DrafterMismatchError
 from engine.drafter_checkpoint import DrafterLoadError, load_drafter, save_drafter, target_fingerprint
 from engine.model import Transformer
-from tests.tiny import TINY_CONFIG, make_tiny_target
+from tests.tiny import TINY_CONFIG, make_tiny_drafter, make_tiny_target
 
 CFG = TINY_CONFIG
 ATOL = 1e-5
 
 
 make_target = make_tiny_target
+make_drafter = make_tiny_drafter
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def target() -> Transformer:
     return make_target()
-
-
-def make_drafter(target, seed: int = 1, **overrides) -> Drafter:
-    torch.manual_seed(seed)
-    drafter = Drafter(DrafterConfig.for_target(target.config, **overrides))
-    with torch.no_grad():
-        for name, p in drafter.named_parameters():
-            if p.dim() == 1:
-                p.uniform_(0.5, 1.5)  # norms: not all ones, so a mixed-up norm shows
-    if drafter.d2t is not None:
-        drafter.set_vocab_map(torch.randperm(target.config.vocab_size)[: drafter.config.draft_vocab_size].sort().values)
-    drafter.attach(target)
-    if drafter.config.lowrank_rank is not None:
-        drafter.init_lowrank_from_head()
-    return drafter.eval()
 
 
 def inputs(t: int, seed: int = 2, batch: int = 1):

@@ -100,3 +100,27 @@ def test_import_promptx_does_not_import_torch():
 
     code = "import sys, promptx; promptx.Enhancer; promptx.EnhancedPrompt; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_enhance_many_batches_and_matches_one_by_one(model_dir, fp32_model):
+    """With a drafter attached, enhance_many decodes in one batch; greedy results equal enhance()'s."""
+    from engine.bench import random_drafter
+    from engine.generator import Generator
+    from promptx.backends.embedded import EmbeddedBackend
+
+    backend = EmbeddedBackend.__new__(EmbeddedBackend)
+    backend.source, backend.model_name = None, "embedded-test"
+    backend.generator = Generator(*fp32_model)
+    backend.generator.drafter = random_drafter(backend.generator.model)
+    batched_calls = []
+    original = backend.generate_many
+    backend.generate_many = lambda requests: batched_calls.append(len(requests)) or original(requests)
+    enhancer = promptx.Enhancer(backend=backend)
+    prompts = ["a red car", "a heron fishing at dawn"]
+    many = enhancer.enhance_many(prompts, "video", temperature=0, max_new_tokens=32)
+    assert batched_calls == [2]
+    one_by_one = [enhancer.enhance(p, "video", temperature=0, max_new_tokens=32) for p in prompts]
+    assert [r.text for r in many] == [r.text for r in one_by_one]
+    assert all(r.stats.completion_tokens > 0 for r in many)
+    with pytest.raises(InvalidInputError, match="batch_size"):
+        enhancer.enhance_many(prompts, "video", batch_size=0)

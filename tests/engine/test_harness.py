@@ -1,0 +1,232 @@
+"""The EAGLE-4 harness: cost tables, calibration, the cost-aware policy and lossless decoding with it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from engine.acceptance import AcceptanceCalibrator
+from engine.autoregressive import decode_autoregressive
+from engine.calibrate import calibrate, cost_key
+from engine.cost_table import CostKey, CostTable, CostTableError, CostTableMismatch, table_path
+from engine.harness import Harness, HarnessConfig, decode_harness, load_or_calibrate
+from engine.sampling import SamplingParams
+from engine.speculative import DraftState, drafter_catch_up
+from engine.stats import DecodeStats
+from engine.stopping import StopChecker
+from engine.tree_policy import best_verify_count, choose_width
+from tests.tiny import make_tiny_drafter, make_tiny_target
+
+KEY = CostKey(device="cpu:test", model="abc", dtype="float32", threads=1)
+
+
+def synthetic_table(verify_per_token: float, base: float = 0.1, draft: float = 0.002) -> CostTable:
+    """Verification = base + per-token cost (flat in context and batch); drafting a flat ``draft``."""
+    tokens, contexts, batches, widths = [1, 64], [128, 4096], [1, 8], [1, 64]
+    verify = [[[base + verify_per_token * n for n in tokens] for _ in contexts] for _ in batches]
+    return CostTable(key=KEY, tokens=tokens, contexts=contexts, batches=batches, verify=verify,
+                     widths=widths, draft=[[draft, draft] for _ in batches])
+
+
+# ---- cost tables ------------------------------------------------------------------------------------
+def test_cost_table_interpolates_and_extrapolates():
+    table = synthetic_table(0.01)
+    assert table.verify_seconds(1, 128) == pytest.approx(0.11)
+    assert table.verify_seconds(33, 1000) == pytest.approx(0.1 + 0.33)
+    assert table.verify_seconds(80, 128) == pytest.approx(0.1 + 0.8)        # beyond the grid: linear
+    assert table.draft_seconds(0) == 0.0 and table.draft_seconds(7) == pytest.approx(0.002)
+
+
+def test_cost_table_round_trip_and_key_mismatch(tmp_path):
+    table = synthetic_table(0.01)
+    path = table.save(table_path(KEY, tmp_path))
+    assert path.name.endswith(".json") and "abc" in path.name
+    loaded = CostTable.load(path, expect=KEY)
+    assert loaded.verify == table.verify and loaded.key == KEY
+    other = CostKey(device="cpu:test", model="abc", dtype="bfloat16", threads=1)
+    with pytest.raises(CostTableMismatch, match="bfloat16"):
+        CostTable.load(path, expect=other)
+
+
+def test_cost_table_errors(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(CostTableError, match="cannot read"):
+        CostTable.load(bad)
+    raw = synthetic_table(0.01).to_json()
+    raw["verify"] = raw["verify"][:1]
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(CostTableError, match="shape"):
+        CostTable.load(bad)
+    raw = synthetic_table(0.01).to_json()
+    raw["tokens"] = [64, 1]
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(CostTableError, match="increasing"):
+        CostTable.load(bad)
+
+
+# ---- calibration ------------------------------------------------------------------------------------
+def test_calibrate_measures_a_table_that_load_or_calibrate_reuses(tmp_path, one_thread, monkeypatch):
+    target = make_tiny_target()
+    drafter = make_tiny_drafter(target, window=16)
+    table = calibrate(target, drafter, tokens=(1, 8), contexts=(16, 64), batches=(1, 2), widths=(1, 4),
+                      repeats=1, progress=False)
+    assert table.key == cost_key(target, drafter)
+    assert all(s > 0 for b in table.verify for c in b for s in c) and all(s > 0 for b in table.draft for s in b)
+    first = load_or_calibrate(target, drafter, tmp_path)                  # nothing stored: quick calibration
+    assert first.quick and table_path(first.key, tmp_path).exists()
+    import engine.calibrate as calibrate_module
+
+    monkeypatch.setattr(calibrate_module, "quick_calibrate", lambda *a, **k: pytest.fail("measured again"))
+    assert load_or_calibrate(target, drafter, tmp_path).verify == first.verify
+
+
+# ---- policy -----------------------------------------------------------------------------------------
+def test_best_verify_count_trades_acceptance_for_cost():
+    values = [0.9, 0.8, 0.7, 0.1, 0.01]
+    cheap = best_verify_count(values, 0.0, lambda n: 0.1 + 1e-4 * n, 63)
+    assert cheap.count == 5
+    dear = best_verify_count(values, 0.0, lambda n: 0.1 * n, 63)
+    assert dear.count == 0 and dear.rate == pytest.approx(1 / 0.1)
+    medium = best_verify_count(values, 0.0, lambda n: 0.1 + 0.02 * n, 63)
+    assert 1 <= medium.count < 5
+
+
+def test_choose_width_stops_when_expansion_does_not_pay():
+    pool = [0.9, 0.3, 0.1]
+    width, plan = choose_width(pool, pool, 0.8, 0.002, lambda n: 0.1 + 1e-4 * n, lambda w: 1e-4, 63)
+    assert width == 3 and plan.count == 6
+    width, plan = choose_width(pool, pool, 0.8, 0.002, lambda n: 0.1 * n, lambda w: 1e-4, 63)
+    assert width == 0
+
+
+class ConfidentDrafter:
+    """Wraps a tiny drafter so that top-k returns fixed confidences (synthetic, for the policy only)."""
+
+    def __init__(self, drafter, confidences):
+        self.inner, self.confidences = drafter, torch.tensor(confidences)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def __call__(self, *args, **kwargs):
+        return self.inner(*args, **kwargs)
+
+    def topk(self, out, k):
+        lead = out.shape[:-1]
+        logp = self.confidences[:k].log().expand(*lead, k).clone()
+        ids = torch.arange(k).expand(*lead, k).clone()
+        return logp, ids
+
+
+def grow(table, confidences, config=None):
+    target = make_tiny_target()
+    drafter = make_tiny_drafter(target, window=16)
+    state = DraftState(drafter.new_cache(512), root_out=None)
+    taps = torch.randn(1, 5, 3 * target.config.hidden_size)
+    drafter_catch_up(drafter, state, taps, [1, 2, 3, 4, 5])
+    harness = Harness(table, config or HarnessConfig(branching=4))
+    with torch.inference_mode():
+        return harness.draft(ConfidentDrafter(drafter, confidences), state, context=100)
+
+
+def test_policy_grows_deep_and_wide_when_verification_is_nearly_free(one_thread):
+    tree = grow(synthetic_table(1e-5, draft=1e-5), [0.9, 0.6, 0.3, 0.1])
+    assert tree.max_depth >= 6 and len(tree.root_children) >= 2 and tree.size > 20
+
+
+def test_policy_picks_a_chain_or_nothing_when_verification_is_expensive(one_thread):
+    sure = grow(synthetic_table(0.02, draft=1e-4), [0.95, 0.02, 0.01, 0.01])
+    assert sure.size >= 2 and all(len(c) <= 1 for c in [sure.root_children, *sure.children])   # a chain
+    unsure = grow(synthetic_table(0.5, draft=0.01), [0.3, 0.2, 0.1, 0.1])
+    assert unsure.size == 0                                                                  # plain step
+
+
+def test_calibrator_learns_from_observations():
+    cal = AcceptanceCalibrator(bins=10, prior_weight=2.0)
+    assert float(cal.calibrate(torch.tensor([0.85]))) == pytest.approx(0.85)
+    cal.observe([0.85] * 50, [False] * 45 + [True] * 5)
+    assert float(cal.calibrate(torch.tensor([0.85]))) < 0.2
+    assert cal.snapshot() == [{"confidence": [0.8, 0.9], "rate": pytest.approx((1.7 + 5) / 52, abs=1e-4),
+                               "tests": 50}]
+
+
+# ---- decoding ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("verify_per_token", [1e-6, 0.01, 1.0])
+def test_harness_greedy_equals_reference(verify_per_token, one_thread):
+    target = make_tiny_target(seed=3)
+    drafter = make_tiny_drafter(target, window=16)
+    harness = Harness(synthetic_table(verify_per_token, draft=1e-7), HarnessConfig(min_value=0.0, latency_smoothing=0.0))
+    for seed in range(3):
+        prompt = torch.randint(0, 128, (12,), generator=torch.Generator().manual_seed(seed)).tolist()
+        params = SamplingParams(max_new_tokens=40)
+        expected = list(decode_autoregressive(target, prompt, params, StopChecker([], 40)))
+        stats = DecodeStats()
+        chunks = list(decode_harness(target, drafter, prompt, params, StopChecker([], 40), stats, harness))
+        assert [t for c in chunks for t in c] == expected
+        assert len(stats.rounds) == stats.target_forwards
+        assert {"nodes", "depth", "predicted_accepted", "accepted", "predicted_s", "seconds"} <= set(stats.rounds[0])
+    sizes = [r["nodes"] for r in stats.rounds]
+    if verify_per_token < 1e-3:
+        assert max(sizes) > 16           # big trees were verified, exactly
+    if verify_per_token == 1.0:
+        assert max(sizes) == 0           # speculation predicted slower: plain steps
+
+
+def test_batched_harness_picks_chain_lengths_and_stays_lossless(one_thread):
+    from engine.batch_speculative import decode_speculative_batch
+
+    target = make_tiny_target(seed=4)
+    drafter = make_tiny_drafter(target, window=16)
+    cheap = Harness(synthetic_table(1e-6, draft=1e-7))
+    cheap.chain_accept = 0.9
+    assert cheap.batch_config(100, 8).budget == 8                     # verification nearly free: longest chain
+    dear = Harness(synthetic_table(1.0, draft=0.01))
+    assert dear.batch_config(100, 8).budget == 0                      # expensive: plain batched steps
+    harness = Harness(synthetic_table(1e-3, draft=1e-4), HarnessConfig(latency_smoothing=0.0))
+    batch = [torch.randint(0, 128, (n,), generator=torch.Generator().manual_seed(n)).tolist() for n in (5, 17, 9, 30)]
+    params = [SamplingParams(max_new_tokens=n) for n in (30, 12, 25, 20)]
+    stops = [StopChecker([], p.max_new_tokens) for p in params]
+    stats = [DecodeStats() for _ in batch]
+    out = [[] for _ in batch]
+    for index, tokens in decode_speculative_batch(target, drafter, batch, params, stops, stats, harness):
+        out[index].extend(tokens)
+    for prompt, p, got, s in zip(batch, params, out, stats):
+        assert got == list(decode_autoregressive(target, prompt, p, StopChecker([], p.max_new_tokens)))
+        assert len(s.rounds) == s.target_forwards and s.rounds[0]["batch"] == 4
+
+
+def test_harness_sampling_keeps_the_target_distribution(one_thread):
+    """Trees sized by the harness (big ones: verification priced as free), sampled verification:
+    the first two tokens follow the target's distribution (chi-square)."""
+    from engine.sampling import next_token_distribution
+    from tests.engine.test_speculative import chi_square_p_value
+
+    target = make_tiny_target(seed=11)
+    drafter = make_tiny_drafter(target, window=16)
+    harness = Harness(synthetic_table(1e-6, draft=1e-7), HarnessConfig(min_value=0.0, latency_smoothing=0.0))
+    prompt = [5, 17, 42, 8, 99, 3]
+    params = [SamplingParams(temperature=1.0, top_p=0.95, max_new_tokens=2, seed=s) for s in range(1500)]
+    pairs = {}
+    sizes = []
+    for p in params:
+        stats = DecodeStats()
+        tokens = [t for c in decode_harness(target, drafter, prompt, p, StopChecker([], 2), stats, harness) for t in c]
+        pairs[tuple(tokens)] = pairs.get(tuple(tokens), 0) + 1
+        sizes += [r["nodes"] for r in stats.rounds]
+    assert max(sizes) > 8
+    with torch.inference_mode():
+        logits = target(torch.tensor([prompt]), target.new_cache(16)).logits[0, -1]
+    p1 = next_token_distribution(logits, [], params[0])
+    firsts = {}
+    for (x1, _), count in pairs.items():
+        firsts[x1] = firsts.get(x1, 0) + count
+    assert chi_square_p_value(firsts, {i: float(v) for i, v in enumerate(p1) if v > 0}, len(params)) > 1e-3
+    top = max(firsts, key=firsts.get)
+    with torch.inference_mode():
+        logits2 = target(torch.tensor([prompt + [top]]), target.new_cache(16)).logits[0, -1]
+    p2 = next_token_distribution(logits2, [top], params[0])
+    seconds = {x2: c for (x1, x2), c in pairs.items() if x1 == top}
+    assert chi_square_p_value(seconds, {i: float(v) for i, v in enumerate(p2) if v > 0}, firsts[top]) > 1e-3

@@ -1,0 +1,88 @@
+"""The drafter shipped for the embedded model: found automatically, lossless, and actually trained.
+
+tau is measured here on held-out prompts (GenEval / VBench-2.0 style, not in the training
+sets) with the real embedded model, so a drafter that was not trained fails.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from promptx.backends.drafters import SHIPPED_DIR, find_drafter
+
+pytestmark = pytest.mark.slow
+
+HELD_OUT = [
+    ("image", "a photo of a purple backpack and a green umbrella"),
+    ("video", "a drone shot over a frozen waterfall at sunrise"),
+    ("image-to-video", "the dog shakes off the water"),
+    ("image-to-image", "turn the car into a vintage convertible"),
+]
+
+
+def shipped_dirs():
+    return [d for d in sorted(SHIPPED_DIR.iterdir()) if (d / "config.json").is_file()] if SHIPPED_DIR.is_dir() else []
+
+
+def test_a_drafter_ships_with_a_model_card():
+    dirs = shipped_dirs()
+    assert dirs, f"no drafter in {SHIPPED_DIR}"
+    for d in dirs:
+        card = (d / "README.md").read_text()
+        for needed in ("PartiPrompts", "VBench", "T2I-CompBench", "Apache-2.0", "MIT", "promptx draft train"):
+            assert needed in card, f"{d}/README.md does not mention {needed}"
+        config = json.loads((d / "config.json").read_text())
+        assert config.get("target_fingerprint")
+
+
+@pytest.fixture(scope="module")
+def pair(fp32_model):
+    from promptx.backends.drafters import load_drafter_for
+
+    model, tokenizer = fp32_model
+    path = find_drafter(model)
+    assert path is not None, "the shipped drafter does not match the embedded model's fingerprint"
+    drafter, _ = load_drafter_for(model, path)
+    return model, tokenizer, drafter
+
+
+def held_out_ids(tokenizer):
+    from promptx.render import render_messages
+    from promptx.template_registry import default_registry
+
+    registry = default_registry()
+    return [tokenizer.encode_chat(render_messages(registry.get(target), prompt,
+                                                  caption="a photo" if "to-" in target else None))
+            for target, prompt in HELD_OUT]
+
+
+def test_shipped_drafter_is_trained_and_lossless(pair):
+    """tau > 2 (greedy, fixed tree) on held-out prompts, and output equal to plain decoding."""
+    from engine.autoregressive import decode_autoregressive
+    from engine.sampling import SamplingParams
+    from engine.speculative import TreeConfig, decode_speculative
+    from engine.stats import DecodeStats
+    from engine.stopping import StopChecker
+
+    model, tokenizer, drafter = pair
+    tokens = forwards = 0
+    for ids in held_out_ids(tokenizer):
+        params = SamplingParams(max_new_tokens=64)
+        stats = DecodeStats()
+        fast = [t for c in decode_speculative(model, drafter, ids, params,
+                                              StopChecker(tokenizer.eos_token_ids, 64), stats, TreeConfig())
+                for t in c]
+        plain = list(decode_autoregressive(model, ids, params, StopChecker(tokenizer.eos_token_ids, 64)))
+        assert fast == plain
+        tokens, forwards = tokens + stats.new_tokens, forwards + stats.target_forwards
+    assert tokens / forwards > 2.0, f"tau {tokens / forwards:.2f} on held-out prompts"
+
+
+def test_enhance_uses_the_shipped_drafter(model_dir):
+    """The default Enhancer finds the drafter and decodes with the harness (acceptance > 1.5)."""
+    import promptx
+
+    result = promptx.Enhancer(quiet=True).enhance("a red fox in a snowy forest", "image", seed=2, max_new_tokens=64)
+    assert result.stats.acceptance_length is not None and result.stats.acceptance_length > 1.5
