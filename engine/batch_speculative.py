@@ -149,7 +149,7 @@ def _causal_valid_mask(valid: torch.Tensor, prefix: torch.Tensor | None = None) 
     new = (causal[None] & valid[:, None, :]) | torch.eye(t, dtype=torch.bool, device=valid.device)[None]
     if prefix is None:
         return new[:, None]
-    return torch.cat([prefix[:, None, :].expand(b, t, -1), new], dim=-1)[:, None]
+    return torch.cat([prefix[:, None, :] & valid[:, :, None], new], dim=-1)[:, None]
 
 
 # ---- drafting ---------------------------------------------------------------------------------------
@@ -179,6 +179,7 @@ class BatchDraftPass:
         positions = torch.zeros(b, width, dtype=torch.long, device=device)
         written = len(self.slots[0])
         tree_mask = torch.zeros(b, width, written + width, dtype=torch.bool, device=device)
+        real_query = torch.zeros(b, width, dtype=torch.bool, device=device)
         for r, ((idx, toks, parents, depths), row, expansion) in enumerate(zip(frontiers, self.rows, expansions)):
             f = len(idx)
             outs = self.outputs[r]
@@ -189,8 +190,10 @@ class BatchDraftPass:
             ancestors = expansion.frontier_ancestor_mask(idx)[:, [self.slots[r][i] for i in real]]
             tree_mask[r, :f, real] = ancestors
             tree_mask[r, f:, written + f: written + width] = True              # dummies: only dummy slots
+            real_query[r, :f] = True
         self.slot_positions.append(positions)
-        mask = torch.cat([layout.prefix_mask(width, self.base), tree_mask], dim=-1)[:, None]
+        prefix = layout.prefix_mask(width, self.base) & real_query[:, :, None]   # dummies skip the prefix
+        mask = torch.cat([prefix, tree_mask], dim=-1)[:, None]
         key_positions = torch.cat([layout.positions[:, : self.base], *self.slot_positions], dim=1)
         out = self.drafter(hidden, tokens, cache, positions=positions, mask=mask, key_positions=key_positions)
         cache.commit(width)
@@ -262,13 +265,15 @@ def verify_batch(model: Transformer, layout: BatchLayout, rows: Sequence[_Row], 
 
 
 # ---- the loop ---------------------------------------------------------------------------------------
-def _prefill(model: Transformer, drafter: Drafter | None, rows: list[_Row], capacity_extra: int):
+def _prefill(model: Transformer, drafter: Drafter | None, rows: list[_Row], max_nodes: int, draft_slots: int):
+    """Batched prefill; caches sized for the prompts, the answers and one round's tree (target:
+    ``max_nodes`` + root; drafter: ``draft_slots`` tree slots or a catch-up, whichever is larger)."""
     device = model.embed_tokens.weight.device
     tokens, positions, valid, width = _left_padded(rows, device)
     budget = max(r.params.max_new_tokens for r in rows)
-    target = BatchLayout(model.new_cache(width + budget + capacity_extra, batch=len(rows)), len(rows))
+    target = BatchLayout(model.new_cache(width + budget + max_nodes + 2, batch=len(rows)), len(rows))
     draft = None if drafter is None else BatchLayout(
-        drafter.new_cache(width + budget + 4 * capacity_extra, batch=len(rows)), len(rows))
+        drafter.new_cache(width + budget + max(draft_slots, max_nodes + 2), batch=len(rows)), len(rows))
     out = model(tokens, target.cache, positions=positions, mask=_causal_valid_mask(valid), taps=True,
                 logits_at=slice(-1, None))
     target.cache.commit(width)
@@ -294,7 +299,12 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
     stats = list(stats) if stats is not None else [DecodeStats() for _ in prompts]
     planner = config if hasattr(config, "batch_config") else None
     fixed = None if planner is not None else (config or TreeConfig())
+    if fixed is not None and not isinstance(fixed, TreeConfig):
+        raise ValueError(f"config must be a TreeConfig or a batch planner (the harness), not {type(fixed).__name__}")
+    if len(stats) != len(prompts):
+        raise ValueError(f"got {len(stats)} DecodeStats for {len(prompts)} prompts")
     max_nodes = planner.max_nodes if planner is not None else fixed.budget
+    draft_slots = planner.draft_slots if planner is not None else fixed.max_depth * fixed.top_k
     rows = [_Row(i, list(p), sp, st, s, make_generator(sp.seed)) for i, (p, sp, st, s)
             in enumerate(zip(prompts, params, stops, stats))]
     for row in rows:
@@ -303,7 +313,7 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
     if not rows:
         return
     started = time.perf_counter()
-    target, draft, logits, taps, width = _prefill(model, drafter, rows, max_nodes + 2)
+    target, draft, logits, taps, width = _prefill(model, drafter, rows, max_nodes, draft_slots)
     for r, row in enumerate(rows):
         row.root = pick_token(logits[r], row.stop.tokens, row.params, row.generator)
         row.length = len(row.prompt)
@@ -328,8 +338,8 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
     while rows:
         tree_config = planner.batch_config(target.length, len(rows)) if planner is not None else fixed
         target.ensure_room(tree_config.budget + 1)
-        if draft is not None:
-            draft.ensure_room(tree_config.max_depth * tree_config.top_k + tree_config.budget + 2)
+        if draft is not None:   # tree passes are rolled back before the catch-up writes
+            draft.ensure_room(max(tree_config.max_depth * tree_config.top_k, tree_config.budget + 1))
         t0 = time.perf_counter()
         trees = draft_trees(drafter, draft, rows, tree_config)
         t1 = time.perf_counter()

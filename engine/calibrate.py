@@ -26,7 +26,7 @@ from .progress import progress_bar
 
 FULL = dict(tokens=(1, 2, 4, 8, 16, 32, 64), contexts=(128, 512, 1024, 2048, 4096), batches=(1, 2, 4, 8),
             widths=(1, 2, 4, 8, 16, 32, 64), repeats=3)
-QUICK = dict(tokens=(1, 4, 16, 64), contexts=(256, 1024), batches=(1,), widths=(1, 4, 16), repeats=2)
+QUICK = dict(tokens=(1, 8, 32), contexts=(256, 1024), batches=(1, 8), widths=(1, 4, 16), repeats=2)
 DRAFT_CONTEXT = 512
 BRANCHING = 8
 
@@ -50,6 +50,7 @@ def cost_key(model, drafter) -> CostKey:
 def median_seconds(run: Callable[[], object], repeats: int) -> float:
     """Median wall time of ``run`` over ``repeats`` calls after one warm-up call."""
     run()
+    _sync()
     times = []
     for _ in range(max(1, repeats)):
         started = time.perf_counter()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import os
 import platform
 from dataclasses import asdict, dataclass, field
@@ -72,6 +73,9 @@ class CostTable:
             raise CostTableError(f"cost table 'verify' must have shape {shape}")
         if len(self.draft) != len(self.batches) or any(len(w) != len(self.widths) for w in self.draft):
             raise CostTableError(f"cost table 'draft' must have shape {(len(self.batches), len(self.widths))}")
+        values = [s for b in self.verify for c in b for s in c] + [s for b in self.draft for s in b]
+        if not all(isinstance(s, (int, float)) and math.isfinite(s) and s >= 0 for s in values):
+            raise CostTableError("cost table latencies must be finite, non-negative numbers of seconds")
 
     # ---- lookups ----------------------------------------------------------------------------------
     def verify_seconds(self, tokens: int, context: int, batch: int = 1) -> float:
@@ -128,12 +132,14 @@ class CostTable:
 
 
 def _interp(xs: Sequence[int], ys: Sequence[float], x: float) -> float:
-    """Piecewise-linear through (xs, ys); linear extrapolation from the two outer points."""
-    if len(xs) == 1:
+    """Piecewise-linear through (xs, ys). Below the grid: the first value; above it: linear
+    extrapolation from the last two points, never below the last value (costs grow)."""
+    if len(xs) == 1 or x <= xs[0]:
         return float(ys[0])
-    i = min(max(bisect.bisect_right(xs, x) - 1, 0), len(xs) - 2)
+    i = min(bisect.bisect_right(xs, x) - 1, len(xs) - 2)
     x0, x1, y0, y1 = xs[i], xs[i + 1], ys[i], ys[i + 1]
-    return float(y0 + (y1 - y0) * (x - x0) / (x1 - x0))
+    value = float(y0 + (y1 - y0) * (x - x0) / (x1 - x0))
+    return max(value, float(ys[-1])) if x > xs[-1] else value
 
 
 def default_table_dir() -> Path:

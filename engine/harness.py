@@ -46,6 +46,7 @@ class HarnessConfig:
     smoothing: float = 0.1         # weight of a new observation in the running child-acceptance estimate
     latency_smoothing: float = 0.1  # same for the observed/predicted latency ratios (0: trust the table)
     max_batch_chain: int = 8       # longest chain a batched round drafts
+    explore_every: int = 16        # batched rounds: a 1-token chain this often even when predicted not to pay
 
 
 class Harness:
@@ -57,6 +58,7 @@ class Harness:
         self.calibrator = calibrator or AcceptanceCalibrator()
         self.child_accept = self.config.child_accept
         self.chain_accept = self.config.child_accept      # batched rounds: acceptance per chain step
+        self._batch_rounds = 0
         self.verify_scale = self.draft_scale = 1.0        # observed / predicted latency
         self.max_nodes = self.config.max_nodes
         self.draft_slots = self.config.max_depth * max(64, self.config.branching)
@@ -80,13 +82,14 @@ class Harness:
         """Grow the tree while the policy predicts it pays; return the nodes worth verifying."""
         cfg = self.config
         verify = lambda n: self.verify_seconds(n, context)  # noqa: E731
-        spent = self.draft_seconds(1)                        # the catch-up step that made the root's output
+        catch_up = self.draft_seconds(1)                     # the catch-up step that made the root's output
+        spent = catch_up
         expansion = TreeExpansion(self.max_nodes, cfg.max_depth, cfg.branching)
         logp, tokens = drafter.topk(state.root_out, cfg.branching)
         expansion.start(logp[0], tokens[0])
         confidence = logp[0].float().exp()
         values = self.calibrator.calibrate(confidence)
-        level = torch.arange(values.numel())
+        level = torch.arange(values.numel(), device=values.device)
         widths: list[int] = []
         with DraftPass(drafter, state) as drafting:
             while not expansion.done:
@@ -107,13 +110,14 @@ class Harness:
                 self._track_child_accept(self.calibrator.calibrate(child_conf[:, 0]))
                 confidence = torch.cat([confidence, child_conf.reshape(-1)])
                 values = torch.cat([values, child_values.reshape(-1)])
-                level = torch.arange(base, expansion.pool_size)
+                level = torch.arange(base, expansion.pool_size, device=values.device)
         plan = best_verify_count(values.tolist(), spent, verify, self.max_nodes)
         pool_tokens, parents, _, _ = expansion.pool()
         tree = select_top_nodes(pool_tokens, parents, values.clamp(min=1e-30).log(), plan.count)
         self._pending = {"pool": int(values.numel()), "widths": widths, "nodes": tree.size,
                          "depth": tree.max_depth, "predicted_accepted": round(plan.expected_tokens - 1, 3),
-                         "predicted_draft_s": spent, "predicted_verify_s": verify(tree.size + 1),
+                         "predicted_draft_s": spent, "predicted_tree_s": spent - catch_up,
+                         "predicted_verify_s": verify(tree.size + 1),
                          "confidence": confidence[tree.pool_indices].tolist() if tree.size else []}
         return tree
 
@@ -123,7 +127,7 @@ class Harness:
         whole batch, with per-depth acceptance ``child_accept`` (0 = plain batched decoding)."""
         best_length, best_rate, best_seconds = 0, 0.0, 0.0
         expected = 1.0
-        for length in range(0, self.config.max_batch_chain + 1):
+        for length in range(0, min(self.config.max_batch_chain, self.max_nodes) + 1):
             if length:
                 expected += self.chain_accept ** length
             seconds = (self.verify_scale * self.costs.verify_seconds(length + 1, context, batch)
@@ -131,6 +135,9 @@ class Harness:
             rate = batch * expected / seconds
             if rate > best_rate:
                 best_length, best_rate, best_seconds = length, rate, seconds
+        self._batch_rounds += 1
+        if best_length == 0 and self.max_nodes and self._batch_rounds % self.config.explore_every == 0:
+            best_length = 1                  # keep observing acceptance, or a low estimate never recovers
         self._pending = {"predicted_accepted": round(sum(self.chain_accept ** d for d in range(1, best_length + 1)), 3),
                          "predicted_s": best_seconds, "batch": batch}
         return TreeConfig.chain(best_length) if best_length else TreeConfig(budget=0, max_depth=1, top_k=1)
@@ -170,8 +177,8 @@ class Harness:
         if pending.get("predicted_verify_s"):
             ratio = verify_s / (pending["predicted_verify_s"] / self.verify_scale)
             self.verify_scale = (1 - w) * self.verify_scale + w * ratio
-        if pending.get("widths") and pending.get("predicted_draft_s"):
-            ratio = draft_s / (pending["predicted_draft_s"] / self.draft_scale)
+        if pending.get("widths") and pending.get("predicted_tree_s"):   # measured draft_s excludes the catch-up
+            ratio = draft_s / (pending["predicted_tree_s"] / self.draft_scale)
             self.draft_scale = (1 - w) * self.draft_scale + w * ratio
         stats.rounds.append({
             "nodes": pending.get("nodes", tree.size), "depth": pending.get("depth", tree.max_depth),

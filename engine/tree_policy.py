@@ -63,7 +63,8 @@ def choose_width(pool_values: Sequence[float], candidates: Sequence[float], chil
     current = best_verify_count(pool_values, spent, verify, max_nodes)
     ordered = [u for u in sorted(candidates, reverse=True) if u * child_accept >= min_value]
     best_width, best_plan = 0, current
-    widths = sorted({w for w in WIDTH_STEPS if w < len(ordered)} | ({len(ordered)} if ordered else set()))
+    cap = min(len(ordered), max_nodes, WIDTH_STEPS[-1])
+    widths = sorted({w for w in WIDTH_STEPS if w < cap} | ({cap} if cap else set()))
     for width in widths:
         children = [u * child_accept for u in ordered[:width]]
         plan = best_verify_count(list(pool_values) + children, spent + draft(width), verify, max_nodes)

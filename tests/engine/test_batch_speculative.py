@@ -42,6 +42,9 @@ def test_batched_greedy_equals_reference_for_ragged_rows(config, window, one_thr
         expected = list(decode_autoregressive(target, prompt, p, StopChecker([], p.max_new_tokens)))
         assert got == expected
         assert s.new_tokens == len(expected) and s.finish_reason == "length"
+        single = DecodeStats()       # same drafts as alone: catches drafter-side mask/position slips
+        list(decode_speculative(target, drafter, prompt, p, StopChecker([], p.max_new_tokens), single, config))
+        assert s.accepted_lengths == single.accepted_lengths
     assert sum(s.target_forwards for s in stats) > 0
 
 
@@ -105,6 +108,16 @@ def test_batched_equals_single_sequence_speculative_under_sampling_seeds(one_thr
     for prompt, p, got in zip(batch, params, out):
         single = [t for c in decode_speculative(target, drafter, prompt, p, StopChecker([], 30), None, config) for t in c]
         assert got == single
+
+
+def test_deep_narrow_trees_fit_the_drafter_cache(one_thread):
+    target = make_tiny_target(seed=6)
+    drafter = make_tiny_drafter(target, window=8)
+    batch = [[1, 2, 3, 4, 5], [9, 8, 7]]
+    params = [SamplingParams(max_new_tokens=10) for _ in batch]
+    out, _ = run_batch(target, drafter, batch, params, config=TreeConfig(budget=2, max_depth=8, top_k=4))
+    for prompt, got in zip(batch, out):
+        assert got == list(decode_autoregressive(target, prompt, params[0], StopChecker([], 10)))
 
 
 def test_plain_batched_decoding_without_a_drafter(one_thread):

@@ -37,6 +37,12 @@ def test_cost_table_interpolates_and_extrapolates():
     assert table.verify_seconds(33, 1000) == pytest.approx(0.1 + 0.33)
     assert table.verify_seconds(80, 128) == pytest.approx(0.1 + 0.8)        # beyond the grid: linear
     assert table.draft_seconds(0) == 0.0 and table.draft_seconds(7) == pytest.approx(0.002)
+    noisy = CostTable(key=KEY, tokens=[1, 8], contexts=[128], batches=[1], verify=[[[0.2, 0.1]]],
+                      widths=[1], draft=[[0.01]])
+    assert noisy.verify_seconds(64, 128) == pytest.approx(0.1)        # never extrapolated below the edge
+    assert noisy.verify_seconds(1, 16) == pytest.approx(0.2)          # below the grid: the first value
+    with pytest.raises(CostTableError, match="finite"):
+        CostTable(key=KEY, tokens=[1], contexts=[1], batches=[1], verify=[[[float("nan")]]], widths=[1], draft=[[0.1]])
 
 
 def test_cost_table_round_trip_and_key_mismatch(tmp_path):
@@ -183,8 +189,12 @@ def test_batched_harness_picks_chain_lengths_and_stays_lossless(one_thread):
     cheap = Harness(synthetic_table(1e-6, draft=1e-7))
     cheap.chain_accept = 0.9
     assert cheap.batch_config(100, 8).budget == 8                     # verification nearly free: longest chain
-    dear = Harness(synthetic_table(1.0, draft=0.01))
-    assert dear.batch_config(100, 8).budget == 0                      # expensive: plain batched steps
+    dear = Harness(synthetic_table(1.0, draft=0.01), HarnessConfig(explore_every=4))
+    chosen = [dear.batch_config(100, 8).budget for _ in range(8)]
+    assert chosen == [0, 0, 0, 1, 0, 0, 0, 1]                         # plain, with an exploring chain
+    small = Harness(synthetic_table(1e-6, draft=1e-7), HarnessConfig(max_nodes=2))
+    small.chain_accept = 0.9
+    assert small.batch_config(100, 8).budget == 2                     # never beyond max_nodes
     harness = Harness(synthetic_table(1e-3, draft=1e-4), HarnessConfig(latency_smoothing=0.0))
     batch = [torch.randint(0, 128, (n,), generator=torch.Generator().manual_seed(n)).tolist() for n in (5, 17, 9, 30)]
     params = [SamplingParams(max_new_tokens=n) for n in (30, 12, 25, 20)]
