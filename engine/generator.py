@@ -59,6 +59,16 @@ class Generator:
     def can_speculate(self) -> bool:
         return self.drafter is not None and self.exact_batches
 
+    def planner_for(self, params: SamplingParams):
+        """The tree planner for a decode: the attached one (e.g. the harness) for greedy decoding;
+        for sampling a fixed tree, because the harness's choices depend on measured timings and
+        a seed must give the same text every time."""
+        from .speculative import TreeConfig
+
+        if self.tree_config is None or (not params.greedy and hasattr(self.tree_config, "batch_config")):
+            return TreeConfig()
+        return self.tree_config
+
     def stop_checker(self, params: SamplingParams) -> StopChecker:
         return StopChecker(self.eos_ids, params.max_new_tokens, params.stop_strings, self.tokenizer.decode)
 
@@ -75,7 +85,7 @@ class Generator:
                 from .speculative import decode_speculative
 
                 yield from decode_speculative(self.model, self.drafter, prompt_ids, params, stop,
-                                              stats, self.tree_config)
+                                              stats, self.planner_for(params))
             else:
                 for token in decode_autoregressive(self.model, prompt_ids, params, stop, stats):
                     yield [token]
@@ -95,10 +105,9 @@ class Generator:
             return [self.generate(ids, p, speculative=speculative, stats=s, stop=st)
                     for ids, p, s, st in zip(prompts, params, stats, stops)]
         from .batch_speculative import decode_speculative_batch
-        from .speculative import TreeConfig
 
-        planner = self.tree_config if hasattr(self.tree_config, "batch_config") else None
-        config = planner or (self.tree_config if isinstance(self.tree_config, TreeConfig) else TreeConfig())
+        sampled = [p for p in params if not p.greedy]
+        config = self.planner_for(sampled[0] if sampled else params[0])
         outputs: list[list[int]] = [[] for _ in prompts]
         with self.lock:
             for index, tokens in decode_speculative_batch(self.model, self.drafter, prompts, params, stops,
