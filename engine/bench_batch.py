@@ -18,7 +18,7 @@ from .batch_speculative import decode_speculative_batch
 from .speculative import TreeConfig
 from .stats import DecodeStats
 
-PLAIN = TreeConfig(budget=0, max_depth=1, top_k=1)
+PLAIN = TreeConfig.chain(0)
 
 
 def decode_group(generator, drafter, run, prompt_ids: Sequence[Sequence[int]], params) -> list:

@@ -106,8 +106,9 @@ class Harness:
                 spent += self.draft_seconds(width)
                 widths.append(width)
                 child_conf = logp.float().exp()                                    # [w, k]
-                child_values = values[chosen][:, None] * self.calibrator.calibrate(child_conf)
-                self._track_child_accept(self.calibrator.calibrate(child_conf[:, 0]))
+                child_accept = self.calibrator.calibrate(child_conf)                 # [w, k]
+                child_values = values[chosen][:, None] * child_accept
+                self._track_child_accept(child_accept[:, 0])
                 confidence = torch.cat([confidence, child_conf.reshape(-1)])
                 values = torch.cat([values, child_values.reshape(-1)])
                 level = torch.arange(base, expansion.pool_size, device=values.device)
@@ -140,7 +141,7 @@ class Harness:
             best_length = 1                  # keep observing acceptance, or a low estimate never recovers
         self._pending = {"predicted_accepted": round(sum(self.chain_accept ** d for d in range(1, best_length + 1)), 3),
                          "predicted_s": best_seconds, "batch": batch}
-        return TreeConfig.chain(best_length) if best_length else TreeConfig(budget=0, max_depth=1, top_k=1)
+        return TreeConfig.chain(best_length)
 
     def observe_batch(self, config: TreeConfig, trees, results, draft_s: float, verify_s: float,
                       stats: Sequence[DecodeStats]) -> None:

@@ -49,7 +49,8 @@ class TreeConfig:
 
     @classmethod
     def chain(cls, length: int) -> "TreeConfig":
-        return cls(budget=length, max_depth=length, top_k=1)
+        """A chain of ``length`` draft tokens; length 0 is a plain decoding step (nothing drafted)."""
+        return cls(budget=length, max_depth=max(length, 1), top_k=1)
 
 
 class TreePlanner(Protocol):
