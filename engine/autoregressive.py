@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 import torch
 
 from .model import Transformer
+from .prefix_cache import PrefixCache, prefill_split
 from .sampling import SamplingParams, make_generator, pick_token
 from .stats import DecodeStats
 from .stopping import StopChecker
@@ -27,7 +28,10 @@ def prefill(model: Transformer, prompt_ids: Sequence[int], cache, *, taps: bool 
 
 
 def decode_autoregressive(model: Transformer, prompt_ids: Sequence[int], params: SamplingParams,
-                          stop: StopChecker, stats: DecodeStats | None = None) -> Iterator[int]:
+                          stop: StopChecker, stats: DecodeStats | None = None, *,
+                          prefixes: PrefixCache | None = None, prefix_len: int = 0) -> Iterator[int]:
+    """Yield generated tokens. With ``prefixes``, the prompt's first ``prefix_len`` tokens are
+    prefilled separately and their KV reused across calls (``engine.prefix_cache``)."""
     stats = stats if stats is not None else DecodeStats()
     stats.prompt_tokens = len(prompt_ids)
     if stop.done:
@@ -35,7 +39,10 @@ def decode_autoregressive(model: Transformer, prompt_ids: Sequence[int], params:
     cache = model.new_cache(len(prompt_ids) + params.max_new_tokens + 1)
     generator = make_generator(params.seed)
     started = time.perf_counter()
-    logits = prefill(model, prompt_ids, cache).logits[0, -1]
+    if prefixes is not None:
+        logits = prefill_split(model, prompt_ids, cache, prefixes, prefix_len).logits[0, -1]
+    else:
+        logits = prefill(model, prompt_ids, cache).logits[0, -1]
     stats.prefill_s = time.perf_counter() - started
     started = time.perf_counter()
     while True:

@@ -22,7 +22,6 @@ Not here: prompt files, templates, tokenization (promptx.bench_cli), plots.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import resource
@@ -34,6 +33,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 import torch
 
 from .autoregressive import decode_autoregressive, prefill
+from .bench_peers import Peer
 from .drafter import Drafter, DrafterConfig
 from .generator import Generator
 from .sampling import SamplingParams
@@ -113,14 +113,6 @@ class Sample:
     stats: DecodeStats | None = None
 
 
-class Peer(Protocol):
-    """Another implementation decoding the same prompt ids (transformers, llama.cpp)."""
-
-    name: str
-
-    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> list[int]: ...
-
-
 def build_runs(config: BenchConfig) -> list[RunSpec]:
     """The runs to measure; ``none`` always comes first (it is the reference)."""
     runs = [RunSpec("none", "none")]
@@ -175,12 +167,15 @@ def _with_harness(run: RunSpec, model, drafter, say: Callable[[str], None]) -> R
 
 
 def harness_summary(stats: Sequence[DecodeStats]) -> dict:
-    """What the harness chose: tree sizes and depths, predicted vs observed acceptance, plain rounds."""
-    rounds = [r for s in stats for r in s.rounds]
+    """What the harness chose: tree sizes and depths, predicted vs observed acceptance over its
+    speculative rounds, and how many tokens it decoded in plain steps instead."""
+    every = [r for s in stats for r in s.rounds]
+    rounds = [r for r in every if not r.get("plain")]
+    plain = len(every) - len(rounds)
     if not rounds:
-        return {"rounds": 0}
+        return {"rounds": 0, "plain_steps": plain}
     mean = lambda key: round(sum(r[key] for r in rounds) / len(rounds), 3)  # noqa: E731
-    return {"rounds": len(rounds), "mean_nodes": mean("nodes"), "mean_depth": mean("depth"),
+    return {"rounds": len(rounds), "plain_steps": plain, "mean_nodes": mean("nodes"), "mean_depth": mean("depth"),
             "max_nodes": max(r["nodes"] for r in rounds), "plain_rounds": sum(r["nodes"] == 0 for r in rounds),
             "predicted_accepted": mean("predicted_accepted"), "accepted": mean("accepted"),
             "predicted_s": mean("predicted_s"), "seconds": mean("seconds")}
@@ -497,106 +492,3 @@ def _prompt_report(generator: Generator, prompt: BenchPrompt, reference: Sample)
     return {"label": prompt.label, "task": prompt.task, "prompt_tokens": len(prompt.ids),
             "new_tokens": len(reference.tokens), "finish_reason": reference.stats.finish_reason,
             "reference_output": generator.tokenizer.decode(reference.tokens)}
-
-
-# ---- peers ---------------------------------------------------------------------------------------
-class TransformersPeer:
-    """Hugging Face ``generate()`` on the same model directory (greedy unless temperature > 0).
-
-    Stops at EOS like the engine; ``min_new_tokens`` is not forced.
-    """
-
-    name = "transformers"
-
-    def __init__(self, model_dir, dtype: torch.dtype, eos_ids: Sequence[int], device="cpu") -> None:
-        from transformers import AutoModelForCausalLM
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()   # keep the bench's stderr readable
-        self.model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(device).eval()
-        self.eos_ids, self.device = list(eos_ids), device
-
-    @torch.inference_mode()
-    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> list[int]:
-        if params.seed is not None:
-            torch.manual_seed(params.seed)
-        ids = torch.tensor([list(prompt_ids)], device=self.device)
-        sampling = {"do_sample": True, "temperature": params.temperature, "top_p": 1.0, "top_k": 0} \
-            if not params.greedy else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-        out = self.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=params.max_new_tokens,
-                                  repetition_penalty=params.repetition_penalty, eos_token_id=self.eos_ids,
-                                  pad_token_id=self.eos_ids[0] if self.eos_ids else None, **sampling)
-        return _until_eos(out[0, ids.shape[1]:].tolist(), self.eos_ids)
-
-
-class LlamaCppPeer:
-    """llama.cpp through ``llama_cpp.Llama`` on the model's GGUF file (its own quantized weights)."""
-
-    name = "llamacpp"
-
-    def __init__(self, gguf_path, eos_ids: Sequence[int], threads: int, context: int) -> None:
-        from llama_cpp import Llama
-
-        self.llm = Llama(model_path=str(gguf_path), n_ctx=context, n_threads=threads, verbose=False)
-        self.eos_ids = set(eos_ids) | {self.llm.token_eos()}
-
-    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> list[int]:
-        if params.seed is not None and hasattr(self.llm, "set_seed"):   # older versions: seed at load only
-            self.llm.set_seed(params.seed)
-        self.llm.reset()   # no prefix reuse across prompts: the engine has none either
-        tokens: list[int] = []
-        stream = self.llm.generate(list(prompt_ids), top_k=0 if not params.greedy else 1, top_p=1.0, min_p=0.0,
-                                   temp=params.temperature, repeat_penalty=params.repetition_penalty, reset=True)
-        for token in stream:
-            if token in self.eos_ids:
-                break
-            tokens.append(int(token))
-            if len(tokens) >= params.max_new_tokens:
-                break
-        return tokens
-
-
-def _until_eos(tokens: list[int], eos_ids: Sequence[int]) -> list[int]:
-    for i, token in enumerate(tokens):
-        if token in eos_ids:
-            return tokens[:i]
-    return tokens
-
-
-PEERS = ("transformers", "llamacpp")
-
-
-def make_peers(names: Sequence[str], generator: Generator, model_dir, gguf_path=None) -> tuple[list[Peer], dict]:
-    """Build the named peers; unavailable ones are reported as ``{"available": False, "skipped": why}``."""
-    peers, skipped = [], {}
-    for name in names:
-        try:
-            peers.append(_make_peer(name, generator, model_dir, gguf_path))
-        except _PeerUnavailable as exc:
-            skipped[name] = {"available": False, "skipped": str(exc)}
-    return peers, skipped
-
-
-class _PeerUnavailable(Exception):
-    pass
-
-
-def _make_peer(name: str, generator: Generator, model_dir, gguf_path) -> Peer:
-    eos = generator.eos_ids
-    if name == "transformers":
-        if importlib.util.find_spec("transformers") is None:
-            raise _PeerUnavailable("transformers is not installed")
-        try:
-            return TransformersPeer(model_dir, generator.model.dtype, eos, generator.model.lm_head.weight.device)
-        except (OSError, ValueError, ImportError) as exc:
-            raise _PeerUnavailable(f"transformers cannot load {model_dir}: {exc}") from None
-    if name == "llamacpp":
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise _PeerUnavailable("llama-cpp-python is not installed (pip install llama-cpp-python)")
-        if gguf_path is None:
-            raise _PeerUnavailable("no GGUF file for this model")
-        try:
-            return LlamaCppPeer(gguf_path, eos, torch.get_num_threads(), generator.context_window)
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise _PeerUnavailable(f"llama.cpp cannot load {gguf_path}: {exc}") from None
-    raise BenchError(f"unknown peer {name!r}; use {', '.join(PEERS)}")

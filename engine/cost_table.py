@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from .cache_dir import cache_root
+
 FORMAT_VERSION = 1
 
 
@@ -143,13 +145,8 @@ def _interp(xs: Sequence[int], ys: Sequence[float], x: float) -> float:
 
 
 def default_table_dir() -> Path:
-    """Where cost tables live: ``$PROMPTX_CACHE/calibration`` (default ``$XDG_CACHE_HOME/promptx`` or
-    ``~/.cache/promptx``, the same root as promptx's model cache)."""
-    root = os.environ.get("PROMPTX_CACHE")
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = Path(xdg).expanduser() / "promptx" if xdg else Path.home() / ".cache" / "promptx"
-    return Path(root).expanduser() / "calibration"
+    """Where cost tables live: ``calibration`` under the engine's cache root."""
+    return cache_root() / "calibration"
 
 
 def table_path(key: CostKey, directory: str | Path | None = None) -> Path:

@@ -36,12 +36,23 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfl
 
 
 INT8 = "int8"   # float32 activations, dynamically quantized int8 linears (engine.quantize)
+MIXED = "mixed"  # float32 multi-token passes, bf16 single-token steps (engine.mixed_precision)
+PLAIN_ONLY = (INT8, MIXED)   # precisions that decode plainly only (no lossless speculation)
+
+
+def fastest_dtype(device: torch.device | str) -> torch.dtype | str:
+    """The quickest precision for plain decoding: "mixed" on CPUs without native bf16
+    (single-token steps twice as fast as fp32, prefill still fp32), else ``default_dtype``."""
+    device = torch.device(device)
+    if device.type == "cpu" and not cpu_has_fast_bf16():
+        return MIXED
+    return default_dtype(device)
 
 
 def parse_dtype(name: str | torch.dtype | None, device: torch.device | str) -> torch.dtype | str:
-    """A torch dtype, or the string "int8" for quantized CPU weights."""
-    if isinstance(name, str) and name.lower() == INT8:
-        return INT8
+    """A torch dtype, or one of the strings in PLAIN_ONLY. "auto" is ``default_dtype``."""
+    if isinstance(name, str) and name.lower() in PLAIN_ONLY:
+        return name.lower()
     if name is None or name == "auto":
         return default_dtype(device)
     if isinstance(name, torch.dtype):
@@ -49,4 +60,4 @@ def parse_dtype(name: str | torch.dtype | None, device: torch.device | str) -> t
     try:
         return DTYPES[name.lower()]
     except KeyError:
-        raise ValueError(f"unknown dtype {name!r}; use one of {', '.join(DTYPES)}, int8 or auto") from None
+        raise ValueError(f"unknown dtype {name!r}; use one of {', '.join(DTYPES)}, int8, mixed or auto") from None

@@ -16,9 +16,10 @@ from typing import Iterator, Sequence
 import torch
 
 from .autoregressive import decode_autoregressive
-from .device import INT8, parse_dtype
-from .loading import load_model
+from .device import INT8, PLAIN_ONLY, parse_dtype
+from .loading import load_model, model_identity
 from .model import Transformer
+from .prefix_cache import PrefixCache, prefix_dir
 from .sampling import SamplingParams
 from .stats import DecodeStats
 from .stopping import StopChecker
@@ -27,23 +28,28 @@ from .tokenizer import ChatTokenizer
 
 class Generator:
     def __init__(self, model: Transformer, tokenizer: ChatTokenizer, drafter=None,
-                 tree_config=None, *, exact_batches: bool = True) -> None:
+                 tree_config=None, *, exact_batches: bool = True, prefixes: PrefixCache | None = None) -> None:
         self.model, self.tokenizer = model, tokenizer
-        # False when a row's result depends on the other rows of a pass (int8): then
+        # False when a row's result depends on the other rows of a pass (int8, mixed): then
         # tree verification could differ from plain decoding, so speculation is off.
         self.exact_batches = exact_batches
         self.drafter, self.tree_config = drafter, tree_config
+        # prompt-prefix KV reuse: only where decoding is plain-only (see engine.prefix_cache)
+        self.prefixes = prefixes if not exact_batches else None
         self.lock = threading.Lock()   # one decode at a time per loaded model
 
     @classmethod
     def from_dir(cls, model_dir: str | Path, *, dtype: str | torch.dtype | None = None,
                  device: str | torch.device = "cpu") -> "Generator":
         dtype = parse_dtype(dtype, device)
-        if dtype == INT8:
+        if dtype in PLAIN_ONLY:
+            from .mixed_precision import use_mixed_precision
             from .quantize import quantize_int8
 
             model, tokenizer = load_model(model_dir, torch.float32, device)
-            return cls(quantize_int8(model), tokenizer, exact_batches=False)
+            model = quantize_int8(model) if dtype == INT8 else use_mixed_precision(model)
+            prefixes = PrefixCache(f"{model_identity(model_dir)}|{dtype}|{device}", prefix_dir())
+            return cls(model, tokenizer, exact_batches=False, prefixes=prefixes)
         model, tokenizer = load_model(model_dir, dtype, device)
         return cls(model, tokenizer)
 
@@ -69,12 +75,17 @@ class Generator:
             return TreeConfig()
         return self.tree_config
 
-    def stop_checker(self, params: SamplingParams) -> StopChecker:
-        return StopChecker(self.eos_ids, params.max_new_tokens, params.stop_strings, self.tokenizer.decode)
+    def stop_checker(self, params: SamplingParams, stop_if=None) -> StopChecker:
+        return StopChecker(self.eos_ids, params.max_new_tokens, params.stop_strings, self.tokenizer.decode,
+                           stop_if=stop_if)
 
     def stream(self, prompt_ids: Sequence[int], params: SamplingParams, *, speculative: bool = True,
-               stats: DecodeStats | None = None, stop: StopChecker | None = None) -> Iterator[list[int]]:
-        """Yield generated tokens in chunks (one chunk per target pass); fill ``stats``."""
+               stats: DecodeStats | None = None, stop: StopChecker | None = None,
+               prefix_len: int = 0) -> Iterator[list[int]]:
+        """Yield generated tokens in chunks (one chunk per target pass); fill ``stats``.
+
+        ``prefix_len``: how many leading prompt tokens are a fixed prefix worth keeping
+        (system prompt and examples); used where the generator keeps prefixes."""
         if len(prompt_ids) + params.max_new_tokens > self.context_window:
             raise ValueError(f"prompt ({len(prompt_ids)} tokens) plus max_new_tokens "
                              f"({params.max_new_tokens}) exceed the context window ({self.context_window})")
@@ -87,12 +98,14 @@ class Generator:
                 yield from decode_speculative(self.model, self.drafter, prompt_ids, params, stop,
                                               stats, self.planner_for(params))
             else:
-                for token in decode_autoregressive(self.model, prompt_ids, params, stop, stats):
+                for token in decode_autoregressive(self.model, prompt_ids, params, stop, stats,
+                                                   prefixes=self.prefixes, prefix_len=prefix_len):
                     yield [token]
 
     def generate_many(self, prompts: Sequence[Sequence[int]], params: Sequence[SamplingParams], *,
                       speculative: bool = True, stats: Sequence[DecodeStats] | None = None,
-                      stops: Sequence[StopChecker] | None = None) -> list[list[int]]:
+                      stops: Sequence[StopChecker] | None = None,
+                      prefix_lens: Sequence[int] | None = None) -> list[list[int]]:
         """Decode several prompts; batched speculative decoding when a drafter is attached, else one
         at a time. Every output equals what ``generate`` gives for that prompt alone (greedy)."""
         stats = list(stats) if stats is not None else [DecodeStats() for _ in prompts]
@@ -102,8 +115,9 @@ class Generator:
                 raise ValueError(f"prompt ({len(ids)} tokens) plus max_new_tokens ({p.max_new_tokens}) "
                                  f"exceed the context window ({self.context_window})")
         if not (speculative and self.can_speculate) or len(prompts) == 1:
-            return [self.generate(ids, p, speculative=speculative, stats=s, stop=st)
-                    for ids, p, s, st in zip(prompts, params, stats, stops)]
+            lens = prefix_lens or [0] * len(prompts)
+            return [self.generate(ids, p, speculative=speculative, stats=s, stop=st, prefix_len=n)
+                    for ids, p, s, st, n in zip(prompts, params, stats, stops, lens)]
         from .batch_speculative import decode_speculative_batch
 
         sampled = [p for p in params if not p.greedy]
@@ -116,6 +130,8 @@ class Generator:
         return outputs
 
     def generate(self, prompt_ids: Sequence[int], params: SamplingParams, *, speculative: bool = True,
-                 stats: DecodeStats | None = None, stop: StopChecker | None = None) -> list[int]:
-        return [t for chunk in self.stream(prompt_ids, params, speculative=speculative, stats=stats, stop=stop)
+                 stats: DecodeStats | None = None, stop: StopChecker | None = None,
+                 prefix_len: int = 0) -> list[int]:
+        return [t for chunk in self.stream(prompt_ids, params, speculative=speculative, stats=stats, stop=stop,
+                                           prefix_len=prefix_len)
                 for t in chunk]

@@ -9,7 +9,10 @@ newest level to expand (none = stop growing) and, at the end, how many of the
 best nodes to verify (none = a plain decoding step). After verification the
 harness feeds the observed acceptances back to the calibrator and corrects
 its latency predictions by the observed/predicted ratio, then records its
-choices in ``DecodeStats.rounds``.
+choices in ``DecodeStats.rounds``. At batch 1 it also times whole rounds
+(everything the table does not model included) against plain steps and
+decodes plainly, re-measuring a round every ``plain_run`` tokens, while
+speculation is measured slower.
 
 ``decode_harness`` is ``decode_speculative`` driven by a ``Harness``; the
 decode loop, verification and losslessness are the speculative decoder's.
@@ -47,6 +50,9 @@ class HarnessConfig:
     latency_smoothing: float = 0.1  # same for the observed/predicted latency ratios (0: trust the table)
     max_batch_chain: int = 8       # longest chain a batched round drafts
     explore_every: int = 16        # batched rounds: a 1-token chain this often even when predicted not to pay
+    plain_run: int = 24            # batch 1: plain steps per run once speculating is measured slower
+    pace_smoothing: float = 0.3    # weight of a new measurement in the seconds-per-token estimates
+    pace_margin: float = 0.03      # speculate unless its seconds per token are this much worse
 
 
 class Harness:
@@ -63,6 +69,9 @@ class Harness:
         self.max_nodes = self.config.max_nodes
         self.draft_slots = self.config.max_depth * max(64, self.config.branching)
         self._pending: dict = {}
+        # measured wall seconds per emitted token, all overhead included (batch 1)
+        self.pace = {"speculative": None, "plain": None}
+        self._explore = False      # the next round speculates, to measure it again
 
     @classmethod
     def for_model(cls, model: Transformer, drafter: Drafter, directory: str | Path | None = None,
@@ -121,6 +130,28 @@ class Harness:
                          "predicted_verify_s": verify(tree.size + 1),
                          "confidence": confidence[tree.pool_indices].tolist() if tree.size else []}
         return tree
+
+    # ---- plain steps (batch 1) -----------------------------------------------------------------
+    def plain_steps(self, context: int) -> int:
+        """A run of plain steps when speculative rounds have been measured slower per token than
+        plain steps (everything included: drafting, verification, catch-up, bookkeeping); after
+        each run one speculative round measures again, so the choice follows the device."""
+        spec, plain = self.pace["speculative"], self.pace["plain"]
+        if spec is None or self._explore:
+            self._explore = False
+            return 0
+        if plain is None:
+            plain = self.verify_seconds(1, context)       # until measured: the table's single-token pass
+        return self.config.plain_run if spec > plain * (1 + self.config.pace_margin) else 0
+
+    def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
+        if tokens <= 0:
+            return
+        self._explore = plain
+        key, w = ("plain" if plain else "speculative"), self.config.pace_smoothing
+        per_token = seconds / tokens
+        old = self.pace[key]
+        self.pace[key] = per_token if old is None else (1 - w) * old + w * per_token
 
     # ---- batched rounds (engine.batch_speculative) ---------------------------------------------
     def batch_config(self, context: int, batch: int) -> TreeConfig:

@@ -29,8 +29,9 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, head_dim: int, theta: float, max_positions: int) -> None:
         super().__init__()
-        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
-        angles = torch.outer(torch.arange(max_positions, dtype=torch.float64), inv_freq)
+        # built on the CPU even inside a meta-device context (meta arange imports torch._dynamo)
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64, device="cpu") / head_dim))
+        angles = torch.outer(torch.arange(max_positions, dtype=torch.float64, device="cpu"), inv_freq)
         angles = torch.cat([angles, angles], dim=-1)
         self.register_buffer("cos", angles.cos().float(), persistent=False)
         self.register_buffer("sin", angles.sin().float(), persistent=False)

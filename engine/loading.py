@@ -96,6 +96,14 @@ def load_transformer(model_dir: str | Path, dtype: torch.dtype = torch.float32,
     return model.to(device).eval()
 
 
+def model_identity(model_dir: str | Path) -> str:
+    """A string that changes when the model directory's weights change (path, sizes, mtimes)."""
+    model_dir = Path(model_dir).resolve()
+    files = sorted(model_dir.glob("*.safetensors")) + sorted(model_dir.glob("*.bin"))
+    parts = [str(model_dir)] + [f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files]
+    return "|".join(parts)
+
+
 def load_model(model_dir: str | Path, dtype: torch.dtype = torch.float32,
                device: str | torch.device = "cpu") -> tuple[Transformer, ChatTokenizer]:
     """The network and its tokenizer from one directory."""

@@ -73,11 +73,18 @@ def prefix_causal_mask(start: int, t: int, device: torch.device) -> torch.Tensor
     return mask
 
 
+def _embedding_init(cfg: ModelConfig, dtype: torch.dtype) -> torch.Tensor:
+    """N(0, 1) embeddings; left empty on the meta device (loading), because torch's meta
+    ``normal_`` imports torch._dynamo, which costs seconds at every model load."""
+    weight = torch.empty(cfg.vocab_size, cfg.hidden_size, dtype=dtype)
+    return weight if weight.is_meta else nn.init.normal_(weight)
+
+
 class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
         self.config, self.dtype = cfg, dtype
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, dtype=dtype)
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, _weight=_embedding_init(cfg, dtype))
         self.layers = nn.ModuleList(Block(cfg, dtype) for _ in range(cfg.num_hidden_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False, dtype=dtype)

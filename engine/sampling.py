@@ -105,9 +105,47 @@ def sample_from(probs: torch.Tensor, generator: torch.Generator) -> int:
     return int(torch.multinomial(probs.cpu(), 1, generator=generator))
 
 
+# the sampler looks at this many top tokens first; the nucleus almost always lies inside
+CANDIDATES = 256
+
+
+def _candidate_distribution(logits: torch.Tensor, params: SamplingParams):
+    """(ids, probabilities) of the top-k / top-p set when it lies within the top CANDIDATES
+    tokens, else None. Equal to ``next_token_distribution`` restricted to its support."""
+    vocab = logits.shape[-1]
+    top_k = params.top_k if params.top_k and params.top_k < vocab else 0
+    within = bool(top_k) and top_k <= CANDIDATES      # the top-k set itself fits
+    if params.top_p >= 1.0 and not within:
+        return None
+    values, ids = torch.topk(logits, top_k if within else min(CANDIDATES, vocab))
+    if within:
+        probs = torch.softmax(values, dim=-1)          # top-k first, then top-p on what is left
+    else:
+        kept = torch.topk(logits, top_k).values if top_k else logits
+        probs = torch.exp(values - torch.logsumexp(kept, dim=-1))
+        if float(probs.sum()) < params.top_p:
+            return None                                # the nucleus reaches past the candidates
+    if params.top_p < 1.0:
+        probs = probs.masked_fill((probs.cumsum(-1) - probs) >= params.top_p, 0.0)
+    return ids, probs / probs.sum()
+
+
+def sample_token(logits: torch.Tensor, history: Sequence[int], params: SamplingParams,
+                 generator: torch.Generator) -> int:
+    """Draw the next token from ``next_token_distribution``; over the top candidates only when
+    they hold the whole top-k / top-p set (a 49k-way sort per token costs milliseconds)."""
+    processed = processed_logits(logits, history, params)
+    candidates = _candidate_distribution(processed, params)
+    if candidates is None:
+        return sample_from(torch.softmax(filter_top_k_top_p(processed, params.top_k, params.top_p), -1),
+                           generator)
+    ids, probs = candidates
+    return int(ids[sample_from(probs, generator)])
+
+
 def pick_token(logits: torch.Tensor, history: Sequence[int], params: SamplingParams,
                generator: torch.Generator) -> int:
     """One decoding step's choice: greedy or sampled."""
     if params.greedy:
         return greedy_token(logits, history, params)
-    return sample_from(next_token_distribution(logits, history, params), generator)
+    return sample_token(logits, history, params, generator)

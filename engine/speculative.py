@@ -63,6 +63,12 @@ class TreePlanner(Protocol):
 
     def observe(self, tree: DraftTree, result, draft_s: float, verify_s: float, stats: DecodeStats) -> None: ...
 
+    def plain_steps(self, context: int) -> int:
+        """Plain decoding steps to take before the next draft (0: draft now)."""
+
+    def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
+        """Wall time of a speculative round or a run of plain steps, everything included."""
+
 
 @dataclass
 class DraftState:
@@ -135,6 +141,12 @@ class FixedTree:
     def observe(self, tree: DraftTree, result, draft_s: float, verify_s: float, stats: DecodeStats) -> None:
         """Fixed trees learn nothing from a round."""
 
+    def plain_steps(self, context: int) -> int:
+        return 0                                  # a fixed tree drafts every round
+
+    def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
+        """Fixed trees ignore the pace."""
+
 
 def drafter_catch_up(drafter: Drafter, state: DraftState, taps: torch.Tensor, next_tokens: Sequence[int]) -> None:
     """Feed target features ``taps`` [1, n, 3H] with the tokens that follow them; update the root output."""
@@ -156,6 +168,39 @@ def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
     mask[:, length:] = tree.mask_with_root().to(device)
     out = model(tokens, cache, positions=positions, mask=mask, taps=True)
     return out.logits[0], out.taps
+
+
+class _PlainRun:
+    """Plain decoding steps inside a speculative decode: one token per target pass, computed
+    exactly as ``decode_autoregressive`` does, keeping the taps for the drafter's catch-up."""
+
+    def __init__(self, model, cache, root: int, params, stop: StopChecker, stats: DecodeStats, generator) -> None:
+        self.model, self.cache, self.root, self.params = model, cache, root, params
+        self.stop, self.stats, self.generator = stop, stats, generator
+        self.tokens: list[int] = []
+        self.taps: list[torch.Tensor] = []
+
+    def steps(self, count: int) -> Iterator[list[int]]:
+        token = self.root
+        for _ in range(count):
+            started = time.perf_counter()
+            out = self.model(torch.tensor([[token]], device=self.cache.k.device), self.cache, taps=True)
+            self.cache.commit(1)
+            token = pick_token(out.logits[0, -1], self.stop.tokens, self.params, self.generator)
+            seconds = time.perf_counter() - started
+            self.stats.verify_s += seconds
+            self.stats.target_forwards += 1
+            self.stats.record_round(0, 0)
+            self.stats.rounds.append({"plain": True, "nodes": 0, "depth": 0, "accepted": 0,
+                                      "predicted_accepted": None, "predicted_s": None, "seconds": round(seconds, 5)})
+            self.taps.append(out.taps)
+            self.tokens.append(token)
+            finished = self.stop.accept(token)
+            if token not in self.stop.eos_ids:
+                self.stats.new_tokens += 1
+                yield [token]
+            if finished:
+                return
 
 
 @torch.inference_mode()
@@ -191,6 +236,17 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     state = DraftState(drafter.new_cache(capacity + planner.draft_slots), root_out=None)
     drafter_catch_up(drafter, state, out.taps, list(prompt_ids[1:]) + [root])
     while True:
+        paced = time.perf_counter()
+        steps = planner.plain_steps(cache.length)
+        if steps:       # speculation predicted not to pay: plain steps, drafter fed afterwards
+            run = _PlainRun(model, cache, root, params, stop, stats, generator)
+            yield from run.steps(steps)
+            planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)
+            if stop.done:
+                break
+            drafter_catch_up(drafter, state, torch.cat(run.taps, dim=1), run.tokens)
+            root = run.tokens[-1]
+            continue
         t0 = time.perf_counter()
         tree = planner.draft(drafter, state, cache.length)
         t1 = time.perf_counter()
@@ -213,5 +269,6 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         cache.compact(torch.tensor(rows) + cache.length)
         drafter_catch_up(drafter, state, taps[:, rows], result.tokens)
         root = result.tokens[-1]
+        planner.observe_pace(len(result.tokens), time.perf_counter() - paced, plain=False)
     stats.decode_s = time.perf_counter() - started
     stats.finish_reason = stop.finish_reason

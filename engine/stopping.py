@@ -1,4 +1,4 @@
-"""When generation ends: EOS tokens, stop strings, the token budget.
+"""When generation ends: EOS tokens, stop strings, the token budget, a caller's predicate.
 
 Both decoders feed accepted tokens through ``StopChecker.accept`` one at a
 time, so a stop inside a speculative run ends the output at exactly the
@@ -14,13 +14,17 @@ from typing import Callable, Sequence
 
 class StopChecker:
     def __init__(self, eos_ids: Sequence[int], max_new_tokens: int,
-                 stop_strings: Sequence[str] = (), decode: Callable[[list[int]], str] | None = None) -> None:
+                 stop_strings: Sequence[str] = (), decode: Callable[[list[int]], str] | None = None,
+                 stop_if: Callable[[list[int]], bool] | None = None) -> None:
+        """``stop_if(tokens)`` is asked after every kept token; True ends generation there
+        (finish reason "budget"), e.g. once the text holds more words than a caller keeps."""
         if stop_strings and decode is None:
             raise ValueError("stop strings need a decode function")
         self.eos_ids = frozenset(eos_ids)
         self.max_new_tokens = max_new_tokens
         self.stop_strings = tuple(s for s in stop_strings if s)
         self.decode = decode
+        self.stop_if = stop_if
         self.tokens: list[int] = []
         self.finish_reason: str | None = None if max_new_tokens > 0 else "length"
         self._tail_chars = max((len(s) for s in self.stop_strings), default=0) + 16
@@ -41,6 +45,8 @@ class StopChecker:
             self.finish_reason = "stop"
         elif len(self.tokens) >= self.max_new_tokens:
             self.finish_reason = "length"
+        elif self.stop_if is not None and self.stop_if(self.tokens):
+            self.finish_reason = "budget"
         return self.done
 
     def accept_many(self, tokens: Sequence[int]) -> int:

@@ -51,7 +51,7 @@ def parse_modes(value: str) -> tuple[str, ...]:
 
 
 def parse_peers(value: str) -> tuple[str, ...]:
-    from engine.bench import PEERS
+    from engine.bench_peers import PEERS
 
     peers = tuple(dict.fromkeys(p for p in _split(value) if p != "none"))
     unknown = [p for p in peers if p not in PEERS]
@@ -307,7 +307,7 @@ def write_outputs(report: dict, out: Path | None) -> str:
               help="Prompts decoded together in one batch per run (e.g. 8).")
 @click.option("--num-prompts", type=click.IntRange(min=1), help="Use the first N prompts of the file.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--peers", default="transformers,llamacpp", show_default=True, help="Peers to compare, or none.")
+@click.option("--peers", default="transformers,llamacpp", show_default=True, help="Peers to compare: transformers, llamacpp, mixed, int8 (promptx's plain decoder in that precision), or none.")
 @click.option("--dtype", default="auto", show_default=True, help="float32, bfloat16 or auto.")
 @click.option("--device", help="cpu or cuda (default: cuda when available).")
 @click.option("--threads", type=click.IntRange(min=1), help="torch threads (default: torch's own choice).")
@@ -321,7 +321,8 @@ def bench(prompt_file, file_format, target, model, drafter, max_new_tokens, temp
         import torch
 
         torch.set_num_threads(threads)
-    from engine.bench import BenchConfig, BenchError, make_peers, run_bench
+    from engine.bench import BenchConfig, BenchError, run_bench
+    from engine.bench_peers import make_peers
 
     try:
         config = BenchConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,

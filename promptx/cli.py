@@ -18,7 +18,7 @@ EXIT_ERROR, EXIT_USAGE = 1, 2
 
 
 class PromptxGroup(click.Group):
-    """Turns promptx errors (and interrupts) into one-line messages."""
+    """Turns promptx errors, interrupts and unexpected failures into one-line messages."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -31,6 +31,14 @@ class PromptxGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("promptx: interrupted", err=True)
             ctx.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except Exception as exc:      # a bug: still one line, with the way to see more
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"promptx: internal error: {type(exc).__name__}: {exc} "
+                       "(run with --debug for the traceback)", err=True)
+            ctx.exit(EXIT_ERROR)
 
 
 @click.group(cls=PromptxGroup)
@@ -82,7 +90,9 @@ def _read_prompts(prompt: str | None, file: Path | None) -> tuple[list[str], boo
 @click.option("--planner", type=click.Choice(("harness", "tree")), default="harness", show_default=True,
               help="Draft tree sizing: the cost-aware harness or the drafter's fixed tree.")
 @click.option("--dtype", default="auto", show_default=True,
-              help="Model precision: auto, float32, bfloat16, float16, or int8 (fast CPU weights, lower quality).")
+              help="Model precision: auto (the fastest here), float32, bfloat16, float16, mixed (fp32 prompt, "
+                   "bf16 token steps; the auto choice on CPUs without native bf16) or int8 (lower quality). "
+                   "mixed and int8 decode without speculation: use float32 for it on such CPUs.")
 def enhance(prompt, target, file, image, caption, model, seed, temperature, max_new_tokens, style, language,
             system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, planner, dtype) -> None:
     """Enhance PROMPT (or stdin with '-', or each line of --file)."""

@@ -25,9 +25,12 @@ from .render import render_messages
 from .request import EnhanceRequest
 from .result import EnhancedPrompt, EnhanceStats
 from .template_registry import TemplateRegistry, default_registry
-from .validate import check_output
+from .validate import check_output, drop_sentences_to_user
 
 DEFAULT_RETRIES = 2
+# words generated beyond a profile's max_words before stopping: room for a preamble or
+# markdown that clean-up strips; the rest would be cut at a sentence boundary anyway
+WORD_MARGIN = 8
 
 
 class Enhancer:
@@ -137,7 +140,8 @@ class Enhancer:
         return GenerationOptions(temperature=request.temperature, top_p=request.profile.top_p,
                                  repetition_penalty=request.profile.repetition_penalty,
                                  max_new_tokens=request.max_new_tokens, seed=seed,
-                                 speculative=request.speculative)
+                                 speculative=request.speculative,
+                                 max_words=request.profile.length.max_words + WORD_MARGIN)
 
     def _generate(self, messages, request: EnhanceRequest, seed: int, on_delta) -> GenerationOutput:
         run = self.backend.start(messages, self._options(request, seed))
@@ -150,11 +154,21 @@ class Enhancer:
         budget = request.profile.length
         cleaned = clean_output(raw, fmt=request.profile.format, max_words=budget.max_words,
                                max_encoder_tokens=budget.max_encoder_tokens, encoder=budget.encoder)
-        problems = check_output(request.prompt, cleaned.text, task=request.profile.task,
+        text, problems = cleaned.text, self._problems(request, cleaned.text)
+        if problems and request.profile.format != "tags":
+            trimmed = drop_sentences_to_user(text)       # keep a good prompt with one stray sentence
+            if trimmed and trimmed != text and not self._problems(request, trimmed):
+                return trimmed, []
+        return text, problems
+
+    @staticmethod
+    def _problems(request: EnhanceRequest, text: str) -> list[str]:
+        budget = request.profile.length
+        problems = check_output(request.prompt, text, task=request.profile.task,
                                 fmt=request.profile.format, min_words=budget.min_words)
-        if request.wants_english and cleaned.text and detect_language(cleaned.text) not in ("en", "other"):
+        if request.wants_english and text and detect_language(text) not in ("en", "other"):
             problems.append("the output is not in English")
-        return cleaned.text, problems
+        return problems
 
 
 def _messages(request: EnhanceRequest):

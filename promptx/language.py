@@ -10,12 +10,22 @@ whether a prompt is CJK, which is all promptx needs it for.
 
 from __future__ import annotations
 
-__all__ = ["detect_language", "is_cjk_char", "script_counts"]
+import re
+
+__all__ = ["detect_language", "has_cjk", "is_cjk_char", "script_counts"]
 
 # (first, last) code points, inclusive.
 _HAN = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
 _KANA = ((0x3040, 0x309F), (0x30A0, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F))
 _HANGUL = ((0x1100, 0x11FF), (0x3130, 0x318F), (0xA960, 0xA97F), (0xAC00, 0xD7AF))
+
+
+_CJK = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _HAN + _KANA + _HANGUL) + "]")
+
+
+def has_cjk(text: str) -> bool:
+    """True when ``text`` holds any Han, kana or Hangul character (fast: one regex scan)."""
+    return _CJK.search(text) is not None
 
 
 def _in(ranges: tuple[tuple[int, int], ...], cp: int) -> bool:

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from promptx.language import is_cjk_char
+from promptx.language import has_cjk, is_cjk_char
 
 __all__ = [
     "PLACEHOLDERS",
@@ -65,6 +65,9 @@ def count_words(text: str) -> int:
     """
     count = 0
     for token in _WORD.findall(text):
+        if not has_cjk(token):
+            count += any(c.isalnum() for c in token)
+            continue
         cjk = sum(1 for ch in token if is_cjk_char(ch))
         rest = "".join(" " if is_cjk_char(ch) else ch for ch in token)
         count += cjk + sum(1 for piece in rest.split() if any(c.isalnum() for c in piece))

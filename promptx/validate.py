@@ -18,7 +18,7 @@ from collections import Counter
 from promptx.cleanup import STOPWORDS, count_words, cut_repetition
 from promptx.language import detect_language, is_cjk_char
 
-__all__ = ["check_output", "quoted_spans", "subject_words"]
+__all__ = ["check_output", "drop_sentences_to_user", "quoted_spans", "subject_words"]
 
 # Words that describe the picture rather than what is in it, and edit verbs:
 # they never count as the subject.
@@ -269,3 +269,21 @@ def check_output(original: str, text: str, *, task: str, fmt: str, min_words: in
     elif _TO_USER.search(unquoted):
         problems.append("the output gives instructions to the user instead of being a prompt")
     return problems
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+def _talks_to_user(sentence: str) -> bool:
+    unquoted = sentence.replace("’", "'")
+    for q in quoted_spans(unquoted):
+        unquoted = unquoted.replace(q, "")
+    return bool(_CHATTY.search(unquoted) or _TO_USER.search(unquoted) or _QUESTION_TO_USER.search(unquoted)
+                or re.search(r"[?？]\W*$", unquoted))
+
+
+def drop_sentences_to_user(text: str) -> str:
+    """``text`` without the sentences that talk to the user (instructions, questions, chatter),
+    so that one stray sentence does not cost a whole new generation; "" when all of them do."""
+    sentences = _SENTENCE_BREAK.split(text.strip())
+    return " ".join(s for s in sentences if not _talks_to_user(s))

@@ -23,6 +23,8 @@ class GenerationOptions:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     speculative: bool = True
+    # stop once the text holds more words than this (what the caller would cut anyway)
+    max_words: int | None = None
 
 
 @dataclass

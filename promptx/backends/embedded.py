@@ -29,7 +29,9 @@ class EmbeddedBackend:
             from engine.device import default_device
             from engine.generator import Generator
 
-            self.generator = Generator.from_dir(directory, dtype=dtype, device=device or default_device())
+            device = device or default_device()
+            self.generator = Generator.from_dir(directory, dtype=_resolve_dtype(dtype, device, drafter),
+                                                device=device)
         except (ValueError, OSError, RuntimeError) as exc:
             raise ModelError(f"cannot load model {self.model_name}: {exc}") from exc
         self._attach_drafter(drafter, planner, quiet)
@@ -37,6 +39,8 @@ class EmbeddedBackend:
     def _attach_drafter(self, drafter: str | Path | None, planner: str, quiet: bool) -> None:
         from .drafters import find_drafter, load_drafter_for, make_planner
 
+        if not self.generator.exact_batches:
+            return            # int8 / mixed precision decode plainly: no drafter to load
         path = Path(drafter) if drafter is not None else find_drafter(self.generator.model)
         if path is None:
             return
@@ -63,7 +67,21 @@ class EmbeddedBackend:
     def start(self, messages: Messages, options: GenerationOptions) -> GenerationRun:
         prompt_ids = self.encode(messages)
         self._check_length(prompt_ids, options)
-        return GenerationRun(lambda run: self._deltas(run, prompt_ids, options))
+        prefix_len = self._prefix_len(messages, prompt_ids)
+        return GenerationRun(lambda run: self._deltas(run, prompt_ids, options, prefix_len))
+
+    def _prefix_len(self, messages: Messages, prompt_ids: list[int]) -> int:
+        """How many leading tokens every prompt with these earlier messages shares: the
+        system prompt and examples before the last (user) message."""
+        if len(messages) < 2 or self.generator.prefixes is None:
+            return 0
+        earlier = self.encode(messages[:-1])
+        n = 0
+        for a, b in zip(earlier, prompt_ids):
+            if a != b:
+                break
+            n += 1
+        return n
 
     def generate_many(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
         """Decode several requests in one batch (speculative when a drafter is attached)."""
@@ -75,15 +93,25 @@ class EmbeddedBackend:
         params = [_sampling_params(options) for _, options in requests]
         speculative = all(options.speculative for _, options in requests) and self.has_drafter
         stats = [DecodeStats() for _ in requests]
-        stops = [self.generator.stop_checker(p) for p in params]
+        stops = [self._stop_checker(p, options) for p, (_, options) in zip(params, requests)]
         started = time.perf_counter()
         try:
-            outputs = self.generator.generate_many(prompts, params, speculative=speculative, stats=stats, stops=stops)
+            outputs = self.generator.generate_many(prompts, params, speculative=speculative, stats=stats, stops=stops,
+                                                   prefix_lens=[self._prefix_len(m, ids)
+                                                                for (m, _), ids in zip(requests, prompts)])
         except (RuntimeError, ValueError) as exc:
             raise BackendError(f"generation failed: {exc}") from exc
         latency = time.perf_counter() - started
         return [self._output(stop.trim_text(self.generator.tokenizer.decode(tokens)), ids, s, latency, speculative)
                 for tokens, ids, s, stop in zip(outputs, prompts, stats, stops)]
+
+    def _stop_checker(self, params, options: GenerationOptions):
+        if options.max_words is None:
+            return self.generator.stop_checker(params)
+        from ..profiles import count_words
+
+        decode, limit = self.generator.tokenizer.decode, options.max_words
+        return self.generator.stop_checker(params, stop_if=lambda tokens: count_words(decode(tokens)) > limit)
 
     def _check_length(self, prompt_ids: list[int], options: GenerationOptions) -> None:
         if len(prompt_ids) + options.max_new_tokens > self.context_window:
@@ -100,18 +128,19 @@ class EmbeddedBackend:
             speculative=speculative, acceptance_length=stats.tau if speculative else None,
             engine_stats=stats.as_dict())
 
-    def _deltas(self, run: GenerationRun, prompt_ids: list[int], options: GenerationOptions) -> Iterator[str]:
+    def _deltas(self, run: GenerationRun, prompt_ids: list[int], options: GenerationOptions,
+                prefix_len: int = 0) -> Iterator[str]:
         from engine.stats import DecodeStats
         from engine.tokenizer import IncrementalDecoder
 
         params = _sampling_params(options)
         speculative = options.speculative and self.has_drafter
         stats, decoder = DecodeStats(), IncrementalDecoder(self.generator.tokenizer)
-        stop = self.generator.stop_checker(params)
+        stop = self._stop_checker(params, options)
         started = time.perf_counter()
         try:
             for chunk in self.generator.stream(prompt_ids, params, speculative=speculative,
-                                               stats=stats, stop=stop):
+                                               stats=stats, stop=stop, prefix_len=prefix_len):
                 delta = decoder.push(chunk)
                 if delta:
                     yield delta
@@ -120,6 +149,17 @@ class EmbeddedBackend:
         latency = time.perf_counter() - started
         text = stop.trim_text(self.generator.tokenizer.decode(decoder.ids))
         run.output = self._output(text, prompt_ids, stats, latency, speculative)
+
+
+def _resolve_dtype(dtype: str | None, device, drafter) -> str:
+    """"auto" is the fastest precision for this device (``engine.device.fastest_dtype``: plain
+    decoding in mixed precision on CPUs without native bf16); with an explicit drafter it is
+    the exact default precision, so that the drafter is used."""
+    from engine.device import fastest_dtype
+
+    if dtype not in (None, "auto"):
+        return dtype
+    return "auto" if drafter is not None else fastest_dtype(device)
 
 
 def _sampling_params(options: GenerationOptions):

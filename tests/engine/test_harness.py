@@ -181,6 +181,43 @@ def test_harness_greedy_equals_reference(verify_per_token, one_thread):
         assert max(sizes) == 0           # speculation predicted slower: plain steps
 
 
+def test_harness_switches_to_plain_steps_when_rounds_are_measured_slower():
+    harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=7))
+    assert harness.plain_steps(256) == 0                        # nothing measured yet: speculate
+    harness.observe_pace(2, 0.2, plain=False)                   # 0.1 s per token speculating
+    assert harness.plain_steps(256) == 0                        # the table's plain step: 0.101 s
+    harness.observe_pace(10, 0.5, plain=True)                   # measured: 0.05 s per plain token
+    assert harness.plain_steps(256) == 0                        # after a plain run: one round to re-measure
+    assert harness.plain_steps(256) == 7
+    assert harness.plain_steps(256) == 7                        # ...until a plain run is observed again
+    for _ in range(20):
+        harness.observe_pace(4, 0.1, plain=False)               # drafts got good: 0.025 s per token
+    assert harness.plain_steps(256) == 0
+
+
+def test_plain_runs_inside_a_harness_decode_stay_lossless(one_thread):
+    target = make_tiny_target(seed=3)
+    drafter = make_tiny_drafter(target, window=16)
+    harness = Harness(synthetic_table(1e-6, draft=1e-7), HarnessConfig(min_value=0.0, plain_run=5))
+    harness.observe_pace = lambda tokens, seconds, plain: None  # keep the forced pace, no re-measuring
+    harness.pace = {"speculative": 1.0, "plain": 1e-3}          # speculation measured 1000x slower
+    prompt = torch.randint(0, 128, (12,), generator=torch.Generator().manual_seed(5)).tolist()
+    for params in (SamplingParams(max_new_tokens=40), SamplingParams(max_new_tokens=40, temperature=0.9, seed=2)):
+        expected = list(decode_autoregressive(target, prompt, params, StopChecker([], 40)))
+        stats = DecodeStats()
+        chunks = list(decode_harness(target, drafter, prompt, params, StopChecker([], 40), stats, harness))
+        assert [t for c in chunks for t in c] == expected        # plain steps compute exactly the reference
+        assert len(stats.rounds) == stats.target_forwards == 40 - 1
+        assert all(r.get("plain") for r in stats.rounds)
+    harness.pace = {"speculative": 1e-3, "plain": 1.0}
+    stats = DecodeStats()
+    chunks = list(decode_harness(target, drafter, prompt, SamplingParams(max_new_tokens=40),
+                                 StopChecker([], 40), stats, harness))
+    assert [t for c in chunks for t in c] == list(decode_autoregressive(target, prompt, SamplingParams(max_new_tokens=40),
+                                                                       StopChecker([], 40)))
+    assert not any(r.get("plain") for r in stats.rounds)
+
+
 def test_batched_harness_picks_chain_lengths_and_stays_lossless(one_thread):
     from engine.batch_speculative import decode_speculative_batch
 

@@ -155,3 +155,20 @@ def test_sampling_keeps_the_target_distribution(fp32_model):
             continue
         p2 = next_token_distribution(logits[node + 1], [token], params)
         assert chi_square_p_value(counts, {i: float(v) for i, v in enumerate(p2) if v > 0}, total) > 1e-3
+
+
+def test_a_stop_predicate_ends_speculative_and_plain_decoding_at_the_same_token(fp32_model, drafter):
+    model, tok = fp32_model
+    params = SamplingParams(max_new_tokens=60)
+    ids = prompt_ids(tok, PROMPTS[1])
+    words = lambda tokens: len(tok.decode(tokens).split()) > 12      # noqa: E731
+
+    def run(decode):
+        stop = StopChecker(tok.eos_token_ids, params.max_new_tokens, stop_if=words)
+        return [t for chunk in decode(stop) for t in (chunk if isinstance(chunk, list) else [chunk])], stop
+
+    plain, plain_stop = run(lambda stop: decode_autoregressive(model, ids, params, stop))
+    spec, spec_stop = run(lambda stop: decode_speculative(model, drafter, ids, params, stop, DecodeStats(),
+                                                          CONFIGS[2]))
+    assert plain == spec and plain_stop.finish_reason == spec_stop.finish_reason == "budget"
+    assert len(tok.decode(plain[:-1]).split()) <= 12 < len(tok.decode(plain).split()) and len(plain) < 60

@@ -208,14 +208,14 @@ def test_config_rejects_concurrency_and_unknown_modes():
 def test_peers_are_skipped_with_a_reason():
     from types import SimpleNamespace
 
-    from engine.bench import BenchError, make_peers
+    from engine.bench_peers import PeerError, make_peers
 
     stub = SimpleNamespace(eos_ids=(2,), context_window=128)
     peers, skipped = make_peers(["llamacpp"], stub, "nowhere", gguf_path=None)
     assert peers == [] and skipped["llamacpp"]["available"] is False
     reason = "not installed" if importlib.util.find_spec("llama_cpp") is None else "no GGUF file"
     assert reason in skipped["llamacpp"]["skipped"]
-    with pytest.raises(BenchError, match="unknown peer"):
+    with pytest.raises(PeerError, match="unknown peer"):
         make_peers(["vllm"], stub, "nowhere")
 
 
@@ -383,3 +383,17 @@ def test_entropy_rows_predict_the_greedy_tokens(generator):
     (logits,) = next_token_logits(gen.model, ids, [tokens])
     assert logits.shape[0] == len(tokens) + 1
     assert torch.argmax(logits[:-1], dim=-1).tolist() == tokens
+
+
+def test_harness_summary_counts_plain_steps_apart_from_rounds():
+    from engine.bench import harness_summary
+    from engine.stats import DecodeStats
+
+    stats = DecodeStats()
+    stats.rounds = [{"nodes": 4, "depth": 2, "predicted_accepted": 1.5, "accepted": 2, "predicted_s": 0.2,
+                     "seconds": 0.25},
+                    {"plain": True, "nodes": 0, "depth": 0, "accepted": 0, "predicted_accepted": None,
+                     "predicted_s": None, "seconds": 0.1}]
+    summary = harness_summary([stats])
+    assert summary["rounds"] == 1 and summary["plain_steps"] == 1 and summary["mean_nodes"] == 4
+    assert harness_summary([DecodeStats()]) == {"rounds": 0, "plain_steps": 0}

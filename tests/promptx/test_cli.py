@@ -56,6 +56,20 @@ def test_debug_flag_shows_the_exception(runner):
     assert result.exit_code == 1 and result.exception is not None
 
 
+def test_an_unexpected_failure_is_one_line_too(runner, monkeypatch):
+    import promptx.template_registry as registry
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(registry.TemplateRegistry, "profiles", broken)
+    result = runner.invoke(main, ["templates", "list"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.startswith("promptx: internal error: RuntimeError: disk on fire")
+    debug = runner.invoke(main, ["--debug", "templates", "list"])
+    assert isinstance(debug.exception, RuntimeError)
+
+
 def test_models_lists_the_embedded_model(runner, model_dir):
     result = runner.invoke(main, ["models", "--json"])
     rows = json.loads(result.output)

@@ -124,3 +124,28 @@ def test_enhance_many_batches_and_matches_one_by_one(model_dir, fp32_model):
     assert all(r.stats.completion_tokens > 0 for r in many)
     with pytest.raises(InvalidInputError, match="batch_size"):
         enhancer.enhance_many(prompts, "video", batch_size=0)
+
+
+def test_generation_stops_once_the_word_budget_is_passed(enhancer):
+    from promptx.backends.base import GenerationOptions
+    from promptx.profiles import count_words
+    from promptx.render import render_messages
+
+    messages = render_messages(enhancer.profile("video"), "a cat on a skateboard")
+    output = enhancer.backend.start(messages, GenerationOptions(max_words=12, max_new_tokens=200, seed=1)).finish()
+    assert output.finish_reason == "budget" and 12 < count_words(output.text) <= 14
+    assert output.completion_tokens < 40
+
+
+def test_the_template_prefix_is_what_prompts_share(enhancer):
+    from promptx.render import render_messages
+
+    backend, profile = enhancer.backend, enhancer.profile("video")
+    first, second = (render_messages(profile, p) for p in ("a cat", "two dogs running on a beach"))
+    ids_first, ids_second = backend.encode(first), backend.encode(second)
+    n = backend._prefix_len(first, ids_first)
+    if backend.generator.prefixes is None:
+        assert n == 0
+        return
+    assert 100 < n < len(ids_first) and ids_first[:n] == ids_second[:n]
+    assert n == backend._prefix_len(second, ids_second)

@@ -80,9 +80,23 @@ def test_shipped_drafter_is_trained_and_lossless(pair):
 
 
 def test_enhance_uses_the_shipped_drafter(model_dir):
-    """The default Enhancer finds the drafter and decodes speculatively with the harness (which sizes
-    trees for speed on this device, so its tau is lower than a big fixed tree's: drafts are accepted)."""
+    """In an exact precision the Enhancer finds the drafter and decodes speculatively with the harness
+    (which sizes trees for speed on this device, so its tau is lower than a big fixed tree's)."""
     import promptx
 
-    result = promptx.Enhancer(quiet=True).enhance("a red fox in a snowy forest", "image", seed=2, max_new_tokens=64)
+    enhancer = promptx.Enhancer(quiet=True, dtype="float32")
+    result = enhancer.enhance("a red fox in a snowy forest", "image", seed=2, max_new_tokens=64)
     assert result.stats.speculative and result.stats.acceptance_length > 1.1
+
+
+def test_the_fastest_precision_decodes_plainly_without_loading_the_drafter(model_dir):
+    """On a CPU without native bf16 the default is mixed precision, which never speculates."""
+    import promptx
+    from engine.device import MIXED, fastest_dtype
+
+    if fastest_dtype("cpu") != MIXED:
+        pytest.skip("this CPU runs bf16 natively: the default precision speculates")
+    enhancer = promptx.Enhancer(quiet=True)
+    result = enhancer.enhance("a red fox in a snowy forest", "image", seed=2, max_new_tokens=64)
+    assert not result.stats.speculative and result.stats.acceptance_length is None
+    assert enhancer.backend.generator.drafter is None and not result.fallback

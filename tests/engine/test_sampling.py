@@ -1,0 +1,41 @@
+"""The sampler's shortcut (top candidates only) draws from the same distribution as the full one."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.sampling import (CANDIDATES, SamplingParams, _candidate_distribution, make_generator,
+                             next_token_distribution, processed_logits, sample_token)
+
+
+@pytest.mark.parametrize("top_k", [0, 40, CANDIDATES, 600])
+@pytest.mark.parametrize("top_p", [0.3, 0.9, 1.0])
+def test_candidates_hold_exactly_the_full_distribution(top_k, top_p):
+    torch.manual_seed(top_k + int(top_p * 10))
+    used = 0
+    for _ in range(40):
+        logits = torch.randn(3000) * float(0.5 + 4 * torch.rand(1))
+        params = SamplingParams(temperature=0.7, top_p=top_p, top_k=top_k, repetition_penalty=1.2)
+        full = next_token_distribution(logits, [5, 9], params)
+        candidates = _candidate_distribution(processed_logits(logits, [5, 9], params), params)
+        if candidates is None:        # the set reaches past the candidates: the full path is used
+            assert full.gt(0).sum() > CANDIDATES
+            continue
+        used += 1
+        ids, probs = candidates
+        restricted = torch.zeros_like(full).index_put_((ids,), probs)
+        assert torch.allclose(restricted, full, atol=1e-6)
+    if top_p < 1.0 or top_k == 40 or top_k == CANDIDATES:
+        assert used > 0
+
+
+def test_sample_token_follows_the_distribution():
+    logits = torch.tensor([2.0, 1.0, 0.5, -1.0] + [-9.0] * 400)
+    params = SamplingParams(temperature=1.0, top_p=0.95)
+    expected = next_token_distribution(logits, [], params)[:4]
+    gen = make_generator(0)
+    draws = torch.bincount(torch.tensor([sample_token(logits, [], params, gen) for _ in range(4000)]),
+                           minlength=404)
+    assert draws[4:].sum() == 0
+    assert torch.allclose(draws[:4] / 4000, expected, atol=0.03)
