@@ -3,7 +3,10 @@
 It resolves the target profile, checks the input, renders the chat messages,
 asks a backend for text, cleans and validates it, retries with other seeds,
 and falls back to the original prompt when nothing acceptable comes out.
-The backend (and its loaded model) is kept for reuse; calls are serialized.
+The backend (and its loaded model) is kept for reuse. Concurrent ``enhance``
+calls from several threads are decoded together in batches where the backend
+batches (``backends.batcher``); ``enhance_many`` and ``stream`` calls run one
+at a time.
 
 Not here: template files (``template_registry``), text rules (``cleanup``,
 ``validate``) or decoding (``backends``, ``engine``).
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from .backends.base import Backend, GenerationOptions, GenerationOutput
+from .backends.batcher import RequestBatcher
 from .cleanup import clean_output
 from .errors import InvalidInputError
 from .language import detect_language
@@ -50,6 +54,7 @@ class Enhancer:
         self.retries = retries
         self.registry = _registry_for(templates_dir)
         self._lock = threading.RLock()
+        self._batcher: RequestBatcher | None = None
 
     @property
     def backend(self) -> Backend:
@@ -63,6 +68,16 @@ class Enhancer:
                                                 planner=self._planner)
             return self._backend
 
+    @property
+    def batcher(self) -> RequestBatcher | None:
+        """Groups concurrent callers' requests (None when the backend cannot batch)."""
+        if self._batcher is not None:
+            return self._batcher
+        with self._lock:
+            if self._batcher is None and hasattr(self.backend, "generate_many"):
+                self._batcher = RequestBatcher(self.backend.generate_many)
+            return self._batcher
+
     def profile(self, target: str) -> Profile:
         return self.registry.get(target)
 
@@ -70,8 +85,7 @@ class Enhancer:
     def enhance(self, prompt: str | None, target: str = "video", **options) -> EnhancedPrompt:
         """Enhance one prompt. Options: see ``EnhanceRequest`` (image, caption, seed, style, ...)."""
         request = self._request(prompt, target, options)
-        with self._lock:
-            return self._run(request, on_delta=None)
+        return self._run(request, on_delta=None)      # concurrent callers meet in the batcher
 
     def enhance_many(self, prompts: Iterable[str], target: str = "video", *, progress: bool = False,
                      batch_size: int = 8, **options) -> list[EnhancedPrompt]:
@@ -144,6 +158,9 @@ class Enhancer:
                                  max_words=request.profile.length.max_words + WORD_MARGIN)
 
     def _generate(self, messages, request: EnhanceRequest, seed: int, on_delta) -> GenerationOutput:
+        batcher = self.batcher if on_delta is None else None
+        if batcher is not None:
+            return batcher.generate(messages, self._options(request, seed))
         run = self.backend.start(messages, self._options(request, seed))
         for delta in run:
             if on_delta is not None:

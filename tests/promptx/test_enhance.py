@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 
 import pytest
 
@@ -122,6 +123,22 @@ def test_enhance_many_batches_and_matches_one_by_one(model_dir, fp32_model):
     one_by_one = [enhancer.enhance(p, "video", temperature=0, max_new_tokens=32) for p in prompts]
     assert [r.text for r in many] == [r.text for r in one_by_one]
     assert all(r.stats.completion_tokens > 0 for r in many)
+    prompts = prompts + ["a lighthouse at night"]
+    alone = [r.text for r in one_by_one] + [enhancer.enhance(prompts[-1], "video", temperature=0,
+                                                             max_new_tokens=32).text]
+    concurrent, barrier = {}, threading.Barrier(len(prompts))
+
+    def call(prompt):
+        barrier.wait()
+        concurrent[prompt] = enhancer.enhance(prompt, "video", temperature=0, max_new_tokens=32).text
+
+    threads = [threading.Thread(target=call, args=(p,)) for p in prompts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert concurrent == dict(zip(prompts, alone))          # concurrent callers get their own text...
+    assert max(enhancer.batcher.batch_sizes) >= 2           # ...decoded together (the first may start alone)
     with pytest.raises(InvalidInputError, match="batch_size"):
         enhancer.enhance_many(prompts, "video", batch_size=0)
 

@@ -1,0 +1,81 @@
+"""Batching concurrent callers: threads that ask one backend for text at the same time have
+their requests decoded together by the backend's ``generate_many``.
+
+No waiting window: a caller that finds the backend idle decodes at once (with whatever is
+queued); callers arriving meanwhile queue up and go together in the next batch. One
+failing request does not fail the others: a batch that raises is retried one by one.
+Not here: streaming (a streamed call decodes alone, through ``Backend.start``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from .base import GenerationOptions, GenerationOutput, Messages
+
+GenerateMany = Callable[[list[tuple[Messages, GenerationOptions]]], list[GenerationOutput]]
+
+
+class _Pending:
+    def __init__(self, messages: Messages, options: GenerationOptions) -> None:
+        self.request = (messages, options)
+        self.output: GenerationOutput | None = None
+        self.error: BaseException | None = None
+        self.done = False
+
+
+class RequestBatcher:
+    def __init__(self, generate_many: GenerateMany, max_batch: int = 8) -> None:
+        if max_batch < 1:
+            raise ValueError("max_batch must be >= 1")
+        self._generate_many, self.max_batch = generate_many, max_batch
+        self._cond = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._leading = False          # a caller is decoding batches now
+        self.batch_sizes: list[int] = []
+
+    def generate(self, messages: Messages, options: GenerationOptions) -> GenerationOutput:
+        """The output for one request, decoded in a batch with any concurrent ones."""
+        item = _Pending(messages, options)
+        with self._cond:
+            self._queue.append(item)
+            while self._leading and not item.done:
+                self._cond.wait()
+            if not item.done:
+                self._leading = True
+        if not item.done:
+            self._lead(item)
+        if item.error is not None:
+            raise item.error
+        assert item.output is not None
+        return item.output
+
+    def _lead(self, mine: _Pending) -> None:
+        """Decode queued batches until this caller's request is done, then hand over."""
+        try:
+            while not mine.done:
+                with self._cond:
+                    batch, self._queue = self._queue[:self.max_batch], self._queue[self.max_batch:]
+                self._run(batch)
+                with self._cond:
+                    self._cond.notify_all()
+        finally:
+            with self._cond:
+                self._leading = False
+                self._cond.notify_all()
+
+    def _run(self, batch: list[_Pending]) -> None:
+        self.batch_sizes.append(len(batch))
+        try:
+            outputs = self._generate_many([p.request for p in batch])
+        except Exception as exc:   # noqa: BLE001 - handed to the callers, never swallowed
+            if len(batch) > 1:
+                for pending in batch:          # isolate the failing request
+                    self._run([pending])
+                return
+            batch[0].error = exc
+            batch[0].done = True
+            return
+        for pending, output in zip(batch, outputs):
+            pending.output, pending.done = output, True
