@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
@@ -23,6 +25,9 @@ from typing import Sequence
 import torch
 
 from .cache_dir import cache_root
+
+
+FORMAT = 1
 
 
 def prefix_dir() -> Path:
@@ -40,7 +45,8 @@ class PrefixCache:
         self._memory: OrderedDict[str, tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
 
     def key(self, ids: Sequence[int]) -> str:
-        digest = hashlib.sha256(self.identity.encode())
+        # thread count and torch version change how matmuls round: part of the key
+        digest = hashlib.sha256(f"{FORMAT}|{torch.__version__}|{torch.get_num_threads()}|{self.identity}".encode())
         digest.update(",".join(map(str, ids)).encode())
         return digest.hexdigest()[:32]
 
@@ -77,29 +83,51 @@ class PrefixCache:
             tensors = load_file(str(path))
             k, v = tensors["k"], tensors["v"]
         except (SafetensorError, OSError, KeyError):
-            return None          # a damaged file is a miss; the next save replaces it
+            return None          # a damaged or vanished file is a miss; the next save replaces it
         if k.shape != v.shape or k.ndim != 4 or k.shape[2] != length:
             return None
-        os.utime(path)           # recently used: evicted last
+        try:
+            os.utime(path)       # recently used: evicted last
+        except OSError:
+            pass                 # read-only or shared cache: eviction order only
         return k, v
 
     def _write(self, key: str, entry) -> None:
         if self.directory is None:
             return
+        from safetensors import SafetensorError
         from safetensors.torch import save_file
 
+        tmp = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            tmp = self.directory / f"{key}.{os.getpid()}.tmp"
-            save_file({"k": entry[0].cpu().contiguous(), "v": entry[1].cpu().contiguous()}, str(tmp))
+            handle, tmp = tempfile.mkstemp(prefix=f"{key}.", suffix=".tmp", dir=self.directory)
+            os.close(handle)
+            save_file({"k": entry[0].cpu().contiguous(), "v": entry[1].cpu().contiguous()}, tmp)
             os.replace(tmp, self.directory / f"{key}.safetensors")
+            tmp = None
             self._evict()
-        except OSError:
+        except (OSError, SafetensorError):
             pass                 # a read-only or full cache disk only costs speed
+        finally:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
 
     def _evict(self) -> None:
-        files = sorted(self.directory.glob("*.safetensors"), key=lambda p: p.stat().st_mtime)
-        for path in files[:max(0, len(files) - self.disk_entries)]:
+        stale = time.time() - 3600
+        for path in self.directory.glob("*.tmp"):          # left by a killed process
+            try:
+                if path.stat().st_mtime < stale:
+                    path.unlink()
+            except OSError:
+                pass
+        files = []
+        for path in self.directory.glob("*.safetensors"):
+            try:
+                files.append((path.stat().st_mtime, path))
+            except OSError:
+                pass                                       # evicted by another process meanwhile
+        for _, path in sorted(files)[:max(0, len(files) - self.disk_entries)]:
             path.unlink(missing_ok=True)
 
 

@@ -111,22 +111,34 @@ CANDIDATES = 256
 
 def _candidate_distribution(logits: torch.Tensor, params: SamplingParams):
     """(ids, probabilities) of the top-k / top-p set when it lies within the top CANDIDATES
-    tokens, else None. Equal to ``next_token_distribution`` restricted to its support."""
+    tokens, else None. Equal to ``next_token_distribution`` restricted to its support; a tie
+    at the edge of the set (the reference keeps or orders tied tokens its own way) -> None."""
     vocab = logits.shape[-1]
     top_k = params.top_k if params.top_k and params.top_k < vocab else 0
     within = bool(top_k) and top_k <= CANDIDATES      # the top-k set itself fits
-    if params.top_p >= 1.0 and not within:
+    k = top_k if within else CANDIDATES
+    if (params.top_p >= 1.0 and not within) or k >= vocab:
         return None
-    values, ids = torch.topk(logits, top_k if within else min(CANDIDATES, vocab))
+    values, ids = torch.topk(logits, k + 1)
+    after, values, ids = values[k], values[:k], ids[:k]   # ``after``: the best token left out
     if within:
+        if values[-1] == after:
+            return None
         probs = torch.softmax(values, dim=-1)          # top-k first, then top-p on what is left
     else:
-        kept = torch.topk(logits, top_k).values if top_k else logits
+        kept = logits if not top_k else logits[logits >= torch.topk(logits, top_k).values[-1]]
         probs = torch.exp(values - torch.logsumexp(kept, dim=-1))
         if float(probs.sum()) < params.top_p:
             return None                                # the nucleus reaches past the candidates
     if params.top_p < 1.0:
-        probs = probs.masked_fill((probs.cumsum(-1) - probs) >= params.top_p, 0.0)
+        drop = (probs.cumsum(-1) - probs) >= params.top_p
+        if bool(drop.any()):
+            first = int(drop.to(torch.uint8).argmax())
+            if values[first] == values[first - 1]:
+                return None
+        elif not within and values[-1] == after:
+            return None
+        probs = probs.masked_fill(drop, 0.0)
     return ids, probs / probs.sum()
 
 

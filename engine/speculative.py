@@ -241,11 +241,11 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         if steps:       # speculation predicted not to pay: plain steps, drafter fed afterwards
             run = _PlainRun(model, cache, root, params, stop, stats, generator)
             yield from run.steps(steps)
-            planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)
             if stop.done:
                 break
             drafter_catch_up(drafter, state, torch.cat(run.taps, dim=1), run.tokens)
             root = run.tokens[-1]
+            planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)  # catch-up included
             continue
         t0 = time.perf_counter()
         tree = planner.draft(drafter, state, cache.length)

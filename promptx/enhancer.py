@@ -59,6 +59,8 @@ class Enhancer:
     @property
     def backend(self) -> Backend:
         """The backend, loaded on first use."""
+        if self._backend is not None:
+            return self._backend
         with self._lock:
             if self._backend is None:
                 from .backends.embedded import EmbeddedBackend
@@ -161,11 +163,12 @@ class Enhancer:
         batcher = self.batcher if on_delta is None else None
         if batcher is not None:
             return batcher.generate(messages, self._options(request, seed))
-        run = self.backend.start(messages, self._options(request, seed))
-        for delta in run:
-            if on_delta is not None:
-                on_delta(delta)
-        return run.output
+        with self._lock:                  # a backend that does not batch gets one call at a time
+            run = self.backend.start(messages, self._options(request, seed))
+            for delta in run:
+                if on_delta is not None:
+                    on_delta(delta)
+            return run.output
 
     def _postprocess(self, request: EnhanceRequest, raw: str) -> tuple[str, list[str]]:
         budget = request.profile.length

@@ -57,6 +57,8 @@ class RequestBatcher:
             while not mine.done:
                 with self._cond:
                     batch, self._queue = self._queue[:self.max_batch], self._queue[self.max_batch:]
+                if not batch:                     # cannot happen: this caller's request is queued
+                    raise RuntimeError("request batcher lost a request")
                 self._run(batch)
                 with self._cond:
                     self._cond.notify_all()
@@ -69,13 +71,22 @@ class RequestBatcher:
         self.batch_sizes.append(len(batch))
         try:
             outputs = self._generate_many([p.request for p in batch])
+            if len(outputs) != len(batch):
+                raise RuntimeError(f"generate_many returned {len(outputs)} outputs for {len(batch)} requests")
         except Exception as exc:   # noqa: BLE001 - handed to the callers, never swallowed
             if len(batch) > 1:
                 for pending in batch:          # isolate the failing request
                     self._run([pending])
                 return
-            batch[0].error = exc
-            batch[0].done = True
+            _fail(batch, exc)
             return
+        except BaseException as exc:           # an interrupt: every caller of this batch gets it
+            _fail(batch, exc)
+            raise
         for pending, output in zip(batch, outputs):
             pending.output, pending.done = output, True
+
+
+def _fail(batch: list[_Pending], exc: BaseException) -> None:
+    for pending in batch:
+        pending.error, pending.done = exc, True

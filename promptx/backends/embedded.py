@@ -39,8 +39,13 @@ class EmbeddedBackend:
     def _attach_drafter(self, drafter: str | Path | None, planner: str, quiet: bool) -> None:
         from .drafters import find_drafter, load_drafter_for, make_planner
 
-        if not self.generator.exact_batches:
-            return            # int8 / mixed precision decode plainly: no drafter to load
+        if not self.generator.exact_batches:       # int8 / mixed precision decode plainly
+            if drafter is not None and not quiet:
+                import sys
+
+                print("promptx: this precision decodes without speculation; the drafter is not used "
+                      "(use --dtype float32 or bfloat16)", file=sys.stderr)
+            return
         path = Path(drafter) if drafter is not None else find_drafter(self.generator.model)
         if path is None:
             return
@@ -84,7 +89,18 @@ class EmbeddedBackend:
         return n
 
     def generate_many(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
-        """Decode several requests in one batch (speculative when a drafter is attached)."""
+        """Decode several requests in one batch (speculative when a drafter is attached); requests
+        that turn speculation off go in a batch of their own, so each decodes as it would alone."""
+        flags = {options.speculative for _, options in requests}
+        if len(flags) > 1:
+            outputs: dict[int, GenerationOutput] = {}
+            for flag in flags:
+                group = [i for i, (_, options) in enumerate(requests) if options.speculative == flag]
+                outputs.update(zip(group, self._generate_batch([requests[i] for i in group])))
+            return [outputs[i] for i in range(len(requests))]
+        return self._generate_batch(requests)
+
+    def _generate_batch(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
         from engine.stats import DecodeStats
 
         prompts = [self.encode(messages) for messages, _ in requests]
@@ -108,10 +124,17 @@ class EmbeddedBackend:
     def _stop_checker(self, params, options: GenerationOptions):
         if options.max_words is None:
             return self.generator.stop_checker(params)
+        from ..cleanup import strip_wrapping
         from ..profiles import count_words
 
         decode, limit = self.generator.tokenizer.decode, options.max_words
-        return self.generator.stop_checker(params, stop_if=lambda tokens: count_words(decode(tokens)) > limit)
+
+        def over_budget(tokens: list[int]) -> bool:
+            # words as clean-up will count them: a preamble or markdown does not use the budget
+            text = decode(tokens)
+            return count_words(text) > limit and count_words(strip_wrapping(text)) > limit
+
+        return self.generator.stop_checker(params, stop_if=over_budget)
 
     def _check_length(self, prompt_ids: list[int], options: GenerationOptions) -> None:
         if len(prompt_ids) + options.max_new_tokens > self.context_window:

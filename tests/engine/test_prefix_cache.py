@@ -75,3 +75,13 @@ def test_decoding_with_a_stored_prefix_gives_the_same_tokens(one_thread, tmp_pat
                                           prefixes=PrefixCache("tiny", tmp_path), prefix_len=9))
 
     assert decode() == decode() and len(decode()) == 10
+
+
+def test_an_unwritable_cache_directory_only_costs_speed(tmp_path, one_thread):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the cache directory should be")
+    model = make_tiny_target()
+    prefixes = PrefixCache("tiny", blocker / "prefixes")
+    logits, cache = _prefill(model, prefixes, 8)                  # the write fails quietly
+    assert cache.length == len(PROMPT) and prefixes.load(PROMPT[:8]) is not None   # memory still serves
+    assert PrefixCache("tiny", blocker / "prefixes").load(PROMPT[:8]) is None

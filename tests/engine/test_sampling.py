@@ -39,3 +39,18 @@ def test_sample_token_follows_the_distribution():
                            minlength=404)
     assert draws[4:].sum() == 0
     assert torch.allclose(draws[:4] / 4000, expected, atol=0.03)
+
+
+def test_ties_at_the_edge_of_the_set_use_the_reference():
+    logits = torch.tensor([3.0, 2.0, 1.0, 1.0, 1.0, -2.0] + [-9.0] * 600)
+    assert _candidate_distribution(logits, SamplingParams(temperature=1.0, top_k=3)) is None
+    bf16 = (torch.randn(5000) * 3).to(torch.bfloat16).float()          # bf16 logits tie often
+    params = SamplingParams(temperature=1.0, top_p=0.9)
+    candidates = _candidate_distribution(bf16, params)
+    full = next_token_distribution(bf16, [], params)
+    if candidates is not None:
+        ids, probs = candidates
+        assert torch.allclose(torch.zeros_like(full).index_put_((ids,), probs), full, atol=1e-6)
+    gen = make_generator(1)
+    tokens = {sample_token(logits, [], SamplingParams(temperature=1.0, top_k=3), gen) for _ in range(300)}
+    assert tokens == {0, 1, 2, 3, 4}                                   # every tied token stays possible

@@ -68,3 +68,32 @@ def test_a_lone_caller_decodes_at_once():
     assert time.perf_counter() - started < 1.0 and calls == [["x"]]
     with pytest.raises(ValueError):
         RequestBatcher(fake_generate_many(calls), max_batch=0)
+
+
+def test_an_interrupt_reaches_every_caller_of_its_batch_and_nothing_spins():
+    def interrupted(requests):
+        time.sleep(0.1)
+        raise KeyboardInterrupt
+
+    batcher = RequestBatcher(interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        batcher.generate([{"role": "user", "content": "x"}], GenerationOptions())
+    assert batcher.batch_sizes == [1] and not batcher._leading and batcher._queue == []
+
+
+def test_the_word_budget_does_not_count_a_preamble():
+    from types import SimpleNamespace
+
+    from engine.sampling import SamplingParams
+    from engine.stopping import StopChecker
+    from promptx.backends.embedded import EmbeddedBackend
+
+    words = "Sure! Here is a detailed prompt for the video model: A red fox runs through deep snow at dawn .".split()
+    backend = EmbeddedBackend.__new__(EmbeddedBackend)
+    backend.generator = SimpleNamespace(
+        tokenizer=SimpleNamespace(decode=lambda tokens: " ".join(words[t] for t in tokens)),
+        stop_checker=lambda params, stop_if=None: StopChecker((), params.max_new_tokens, stop_if=stop_if))
+    stop = backend._stop_checker(SamplingParams(max_new_tokens=50), GenerationOptions(max_words=8))
+    used = stop.accept_many(range(len(words)))
+    assert stop.finish_reason == "budget"
+    assert used == 19          # 10 preamble words do not count: the 9th word after it stops the text
