@@ -163,7 +163,9 @@ def _with_harness(run: RunSpec, model, drafter, say: Callable[[str], None]) -> R
     from .harness import Harness
 
     say("loading the cost table (a quick calibration when none is stored)")
-    return replace(run, planner=Harness.for_model(model, drafter))
+    harness = Harness.for_model(model, drafter)
+    harness.costs                      # now, not inside the first timed decode  # noqa: B018
+    return replace(run, planner=harness)
 
 
 def harness_summary(stats: Sequence[DecodeStats]) -> dict:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 
@@ -58,9 +58,11 @@ class HarnessConfig:
 class Harness:
     """Cost-aware planner for ``decode_speculative`` (batch 1 by default)."""
 
-    def __init__(self, costs: CostTable, config: HarnessConfig | None = None,
+    def __init__(self, costs: CostTable | Callable[[], CostTable], config: HarnessConfig | None = None,
                  calibrator: AcceptanceCalibrator | None = None, batch: int = 1) -> None:
-        self.costs, self.config, self.batch = costs, config or HarnessConfig(), batch
+        """``costs``: the cost table, or a function giving it on first use (loading or measuring it
+        then, so that building a harness that is never used costs nothing)."""
+        self._costs, self.config, self.batch = costs, config or HarnessConfig(), batch
         self.calibrator = calibrator or AcceptanceCalibrator()
         self.child_accept = self.config.child_accept
         self.chain_accept = self.config.child_accept      # batched rounds: acceptance per chain step
@@ -75,9 +77,17 @@ class Harness:
 
     @classmethod
     def for_model(cls, model: Transformer, drafter: Drafter, directory: str | Path | None = None,
-                  config: HarnessConfig | None = None, progress: bool = False) -> "Harness":
-        """The harness with this device's stored cost table, measuring a quick one when none is stored."""
-        return cls(load_or_calibrate(model, drafter, directory, progress), config)
+                  config: HarnessConfig | None = None, progress: bool = False,
+                  on_measure: Callable[[], None] | None = None) -> "Harness":
+        """The harness with this device's stored cost table, measuring a quick one when none is
+        stored; both happen at its first decode. ``on_measure`` is called before measuring."""
+        return cls(lambda: load_or_calibrate(model, drafter, directory, progress, on_measure), config)
+
+    @property
+    def costs(self) -> CostTable:
+        if not isinstance(self._costs, CostTable):
+            self._costs = self._costs()
+        return self._costs
 
     # ---- costs ----------------------------------------------------------------------------------
     def verify_seconds(self, tokens: int, context: int) -> float:
@@ -221,7 +231,7 @@ class Harness:
 
 
 def load_or_calibrate(model: Transformer, drafter: Drafter, directory: str | Path | None = None,
-                      progress: bool = False) -> CostTable:
+                      progress: bool = False, on_measure: Callable[[], None] | None = None) -> CostTable:
     """The stored cost table for this device/model/dtype/threads, or a quick calibration (then stored)."""
     from .calibrate import cost_key, quick_calibrate
 
@@ -232,6 +242,8 @@ def load_or_calibrate(model: Transformer, drafter: Drafter, directory: str | Pat
             return CostTable.load(path, expect=key)
         except CostTableError:
             pass                                                # unreadable or stale: measure again
+    if on_measure is not None:
+        on_measure()
     table = quick_calibrate(model, drafter, progress=progress)
     try:
         table.save(path)

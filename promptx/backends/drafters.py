@@ -44,18 +44,18 @@ def load_drafter_for(target, path: Path):
 
 def make_planner(kind: str, target, drafter, fixed, quiet: bool = True):
     """The tree planner for speculative decoding: the cost-aware harness (its cost table from the
-    cache, measured quickly once when missing) or the drafter's fixed tree."""
+    cache, measured quickly once when missing, at its first decode) or the drafter's fixed tree."""
     if kind not in PLANNERS:
         raise ModelError(f"unknown tree planner {kind!r}: use one of {', '.join(PLANNERS)}")
     if kind == "tree":
         return fixed
-    from engine.calibrate import cost_key
-    from engine.cost_table import table_path
     from engine.harness import Harness
 
-    if not quiet and not table_path(cost_key(target, drafter)).exists():
-        import sys
+    def announce() -> None:
+        if not quiet:
+            import sys
 
-        print("promptx: measuring this machine's decoding costs once (promptx calibrate does a full "
-              "calibration)...", file=sys.stderr)
-    return Harness.for_model(target, drafter)
+            print("promptx: measuring this machine's decoding costs once (promptx calibrate does a full "
+                  "calibration)...", file=sys.stderr)
+
+    return Harness.for_model(target, drafter, on_measure=announce)

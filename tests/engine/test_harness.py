@@ -277,3 +277,16 @@ def test_harness_sampling_keeps_the_target_distribution(one_thread):
     p2 = next_token_distribution(logits2, [top], params[0])
     seconds = {x2: c for (x1, x2), c in pairs.items() if x1 == top}
     assert chi_square_p_value(seconds, {i: float(v) for i, v in enumerate(p2) if v > 0}, firsts[top]) > 1e-3
+
+
+def test_the_cost_table_is_loaded_at_the_first_decode_not_when_the_harness_is_built(tmp_path):
+    loads = []
+
+    def table():
+        loads.append(1)
+        return synthetic_table(0.001)
+
+    harness = Harness(table)
+    assert loads == []
+    assert harness.verify_seconds(4, 256) > 0 and harness.verify_seconds(8, 256) > 0
+    assert loads == [1]
