@@ -235,9 +235,12 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     yield [root]
     state = DraftState(drafter.new_cache(capacity + planner.draft_slots), root_out=None)
     drafter_catch_up(drafter, state, out.taps, list(prompt_ids[1:]) + [root])
+    # planners written before plain steps existed simply draft every round
+    plain_steps = getattr(planner, "plain_steps", lambda context: 0)
+    observe_pace = getattr(planner, "observe_pace", lambda tokens, seconds, plain: None)
     while True:
         paced = time.perf_counter()
-        steps = planner.plain_steps(cache.length)
+        steps = plain_steps(cache.length)
         if steps:       # speculation predicted not to pay: plain steps, drafter fed afterwards
             run = _PlainRun(model, cache, root, params, stop, stats, generator)
             yield from run.steps(steps)
@@ -245,7 +248,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
                 break
             drafter_catch_up(drafter, state, torch.cat(run.taps, dim=1), run.tokens)
             root = run.tokens[-1]
-            planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)  # catch-up included
+            observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)  # catch-up included
             continue
         t0 = time.perf_counter()
         tree = planner.draft(drafter, state, cache.length)
@@ -269,6 +272,6 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         cache.compact(torch.tensor(rows) + cache.length)
         drafter_catch_up(drafter, state, taps[:, rows], result.tokens)
         root = result.tokens[-1]
-        planner.observe_pace(len(result.tokens), time.perf_counter() - paced, plain=False)
+        observe_pace(len(result.tokens), time.perf_counter() - paced, plain=False)
     stats.decode_s = time.perf_counter() - started
     stats.finish_reason = stop.finish_reason
