@@ -81,8 +81,11 @@ def filter_top_k_top_p(logits: torch.Tensor, top_k: int, top_p: float) -> torch.
 
 def next_token_distribution(logits: torch.Tensor, history: Sequence[int], params: SamplingParams) -> torch.Tensor:
     """Probabilities [V] (float32) of the next token when sampling."""
-    out = filter_top_k_top_p(processed_logits(logits, history, params), params.top_k, params.top_p)
-    return torch.softmax(out, dim=-1)
+    return _distribution(processed_logits(logits, history, params), params)
+
+
+def _distribution(processed: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+    return torch.softmax(filter_top_k_top_p(processed, params.top_k, params.top_p), dim=-1)
 
 
 def greedy_token(logits: torch.Tensor, history: Sequence[int], params: SamplingParams) -> int:
@@ -149,8 +152,7 @@ def sample_token(logits: torch.Tensor, history: Sequence[int], params: SamplingP
     processed = processed_logits(logits, history, params)
     candidates = _candidate_distribution(processed, params)
     if candidates is None:
-        return sample_from(torch.softmax(filter_top_k_top_p(processed, params.top_k, params.top_p), -1),
-                           generator)
+        return sample_from(_distribution(processed, params), generator)
     ids, probs = candidates
     return int(ids[sample_from(probs, generator)])
 

@@ -259,9 +259,16 @@ def check_output(original: str, text: str, *, task: str, fmt: str, min_words: in
     degenerate = _degenerate_problem(t)
     if degenerate:
         problems.append(degenerate)
-    unquoted = t.replace("’", "'")
+    return problems + _talking_to_user(t)
+
+
+def _talking_to_user(text: str) -> list[str]:
+    """Problems of ``text`` that talks to the user (quoted text aside): chatter, a question,
+    instructions."""
+    unquoted = text.replace("’", "'")
     for q in quoted_spans(unquoted):
         unquoted = unquoted.replace(q, "")
+    problems = []
     if _CHATTY.search(unquoted):
         problems.append("the output is the model chatting, not a prompt")
     if re.search(r"[?？]\W*$", unquoted) or _QUESTION_TO_USER.search(unquoted):
@@ -274,16 +281,8 @@ def check_output(original: str, text: str, *, task: str, fmt: str, min_words: in
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？])\s+")
 
 
-def _talks_to_user(sentence: str) -> bool:
-    unquoted = sentence.replace("’", "'")
-    for q in quoted_spans(unquoted):
-        unquoted = unquoted.replace(q, "")
-    return bool(_CHATTY.search(unquoted) or _TO_USER.search(unquoted) or _QUESTION_TO_USER.search(unquoted)
-                or re.search(r"[?？]\W*$", unquoted))
-
-
 def drop_sentences_to_user(text: str) -> str:
     """``text`` without the sentences that talk to the user (instructions, questions, chatter),
     so that one stray sentence does not cost a whole new generation; "" when all of them do."""
     sentences = _SENTENCE_BREAK.split(text.strip())
-    return " ".join(s for s in sentences if not _talks_to_user(s))
+    return " ".join(s for s in sentences if not _talking_to_user(s))
