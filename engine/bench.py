@@ -28,7 +28,7 @@ import resource
 import statistics
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Protocol, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 

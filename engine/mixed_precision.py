@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .lean_step import LeanStep
 from .quantize import QUANTIZED_LAYERS
 
 
@@ -39,11 +40,14 @@ class MixedLinear(nn.Module):
 
 
 def use_mixed_precision(model: nn.Module) -> nn.Module:
-    """Swap the matmul layers of a float32 ``model`` for ``MixedLinear``, in place."""
+    """Swap the matmul layers of a float32 ``model`` for ``MixedLinear``, in place, and give it
+    the lean single-token step where the architecture allows (``engine.lean_step``)."""
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if name in QUANTIZED_LAYERS and type(child) is nn.Linear:
                 if child.weight.dtype != torch.float32:
                     raise ValueError(f"mixed precision needs float32 weights, got {child.weight.dtype}")
                 setattr(parent, name, MixedLinear(child))
+    if LeanStep.supports(model):
+        model.single_step = LeanStep(model)
     return model

@@ -91,6 +91,8 @@ class Transformer(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
+        # optional fast path for one token of one sequence (engine.lean_step, mixed precision)
+        self.single_step = None
 
     def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
         cfg = self.config
@@ -109,6 +111,9 @@ class Transformer(nn.Module):
         to score (default all; an empty slice skips the head).
         """
         start, t = cache.length, tokens.shape[1]
+        if self.single_step is not None and tokens.numel() == 1 and cache.k.shape[1] == 1 \
+                and positions is None and mask is None and logits_at is None and not taps:
+            return ForwardOutput(logits=self.single_step(tokens, cache), taps=None)
         if positions is None:
             positions = torch.arange(start, start + t, device=tokens.device)
         if mask is None and start > 0 and t > 1:

@@ -65,17 +65,19 @@ def processed_logits(logits: torch.Tensor, history: Sequence[int], params: Sampl
 
 
 def filter_top_k_top_p(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
-    """Mask logits [V] outside the top-k set and outside the top-p nucleus with -inf."""
+    """Mask logits [V] outside the top-k set and outside the top-p nucleus with -inf.
+
+    Both sets keep every token tied with their last member, so the result does not depend
+    on how a sort orders equal logits (bf16 logits tie often)."""
     if top_k and top_k < logits.shape[-1]:
         kth = torch.topk(logits, top_k).values[-1]
         logits = logits.masked_fill(logits < kth, float("-inf"))
     if top_p < 1.0:
-        sorted_logits, order = torch.sort(logits, descending=True)
-        cumulative = torch.softmax(sorted_logits, dim=-1).cumsum(-1)
-        # drop a token when the mass before it already reaches top_p
-        drop_sorted = (cumulative - torch.softmax(sorted_logits, dim=-1)) >= top_p
-        drop = torch.zeros_like(drop_sorted).scatter(0, order, drop_sorted)
-        logits = logits.masked_fill(drop, float("-inf"))
+        sorted_logits = torch.sort(logits, descending=True).values
+        probs = torch.softmax(sorted_logits, dim=-1)
+        # a token is in the nucleus while the mass before it is below top_p
+        kept = int(((probs.cumsum(-1) - probs) < top_p).sum())
+        logits = logits.masked_fill(logits < sorted_logits[max(kept, 1) - 1], float("-inf"))
     return logits
 
 
@@ -110,16 +112,17 @@ def sample_from(probs: torch.Tensor, generator: torch.Generator) -> int:
 
 # the sampler looks at this many top tokens first; the nucleus almost always lies inside
 CANDIDATES = 256
+# then at this many (a flat distribution), and only then sorts the whole vocabulary
+CANDIDATE_TIERS = (CANDIDATES, 4096)
 
 
-def _candidate_distribution(logits: torch.Tensor, params: SamplingParams):
-    """(ids, probabilities) of the top-k / top-p set when it lies within the top CANDIDATES
-    tokens, else None. Equal to ``next_token_distribution`` restricted to its support; a tie
-    at the edge of the set (the reference keeps or orders tied tokens its own way) -> None."""
+def _candidate_distribution(logits: torch.Tensor, params: SamplingParams, candidates: int = CANDIDATES):
+    """(ids, probabilities) of the top-k / top-p set when it lies within the top ``candidates``
+    tokens, else None. Equal to ``next_token_distribution`` restricted to its support."""
     vocab = logits.shape[-1]
     top_k = params.top_k if params.top_k and params.top_k < vocab else 0
-    within = bool(top_k) and top_k <= CANDIDATES      # the top-k set itself fits
-    k = top_k if within else CANDIDATES
+    within = bool(top_k) and top_k <= candidates      # the top-k set itself fits
+    k = top_k if within else candidates
     if (params.top_p >= 1.0 and not within) or k >= vocab:
         return None
     values, ids = torch.topk(logits, k + 1)
@@ -134,14 +137,10 @@ def _candidate_distribution(logits: torch.Tensor, params: SamplingParams):
         if float(probs.sum()) < params.top_p:
             return None                                # the nucleus reaches past the candidates
     if params.top_p < 1.0:
-        drop = (probs.cumsum(-1) - probs) >= params.top_p
-        if bool(drop.any()):
-            first = int(drop.to(torch.uint8).argmax())
-            if values[first] == values[first - 1]:
-                return None
-        elif not within and values[-1] == after:
-            return None
-        probs = probs.masked_fill(drop, 0.0)
+        kept = max(int(((probs.cumsum(-1) - probs) < params.top_p).sum()), 1)
+        if not within and after == values[kept - 1]:
+            return None                                # the edge's tie group reaches past them
+        probs = probs.masked_fill(values < values[kept - 1], 0.0)    # ties with the last member stay
     return ids, probs / probs.sum()
 
 
@@ -150,11 +149,12 @@ def sample_token(logits: torch.Tensor, history: Sequence[int], params: SamplingP
     """Draw the next token from ``next_token_distribution``; over the top candidates only when
     they hold the whole top-k / top-p set (a 49k-way sort per token costs milliseconds)."""
     processed = processed_logits(logits, history, params)
-    candidates = _candidate_distribution(processed, params)
-    if candidates is None:
-        return sample_from(_distribution(processed, params), generator)
-    ids, probs = candidates
-    return int(ids[sample_from(probs, generator)])
+    for size in CANDIDATE_TIERS:
+        candidates = _candidate_distribution(processed, params, size)
+        if candidates is not None:
+            ids, probs = candidates
+            return int(ids[sample_from(probs, generator)])
+    return sample_from(_distribution(processed, params), generator)
 
 
 def pick_token(logits: torch.Tensor, history: Sequence[int], params: SamplingParams,

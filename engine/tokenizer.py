@@ -29,6 +29,7 @@ class ChatTokenizer:
         config_path = model_dir / "tokenizer_config.json"
         config = json.loads(config_path.read_text()) if config_path.is_file() else {}
         self.chat_template = self._read_chat_template(model_dir, config)
+        self._compiled_template = None
         self.eos_token = _token_text(config.get("eos_token"))
         self.bos_token = _token_text(config.get("bos_token"))
         self.eos_token_ids = self._eos_ids(model_dir)
@@ -66,12 +67,13 @@ class ChatTokenizer:
         """The chat template applied to ``messages`` (role/content dicts)."""
         if self.chat_template is None:
             raise TokenizerError("this model has no chat template; it is not an instruct model")
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
+        if self._compiled_template is None:          # compiling costs ~50 ms; do it once
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        template = env.from_string(self.chat_template)
-        return template.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                               bos_token=self.bos_token or "", eos_token=self.eos_token or "")
+            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+            self._compiled_template = env.from_string(self.chat_template)
+        return self._compiled_template.render(messages=messages, add_generation_prompt=add_generation_prompt,
+                                              bos_token=self.bos_token or "", eos_token=self.eos_token or "")
 
     def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
         return self.encode(self.render_chat(messages))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from promptx.errors import InvalidInputError
-from promptx.language import is_cjk_char
+from promptx.language import CJK_CHARS, count_words, is_cjk_char
 
 __all__ = [
     "CleanResult",
@@ -48,7 +48,7 @@ STOPWORDS = frozenset(
     once i me my we our you your he him his she her they them their one""".split()
 )
 
-_CJK = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK = CJK_CHARS
 _UNIT = re.compile(f"[{_CJK}]|[^\\s{_CJK}]+")
 _SENT_END = re.compile(r"[.!?…]+[\"'”’)\]」』]*(?=\s|$)|[。！？]+[\"'”’)\]」』]*|\n+")
 _CLAUSE = re.compile(r"[，、；：]|[,;:](?=\s|$)|\s[—–-]\s")
@@ -76,16 +76,6 @@ def _units(text: str) -> list[_Unit]:
         if norm:
             out.append(_Unit(norm, m.start(), m.end()))
     return out
-
-
-def count_words(text: str) -> int:
-    """Words in ``text``; every CJK character counts as one word.
-
-    (Wan and friends measure Chinese prompt length in characters, so a
-    200-"word" budget means 200 characters for Chinese.) Punctuation-only
-    tokens do not count.
-    """
-    return len(_units(text))
 
 
 def _sentence_ends(text: str, *, newlines: bool = True) -> list[int]:

@@ -7,7 +7,9 @@ shows the traceback instead.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -48,6 +50,41 @@ class PromptxGroup(click.Group):
 def main(ctx: click.Context, debug: bool) -> None:
     """Enhance prompts for image and video generators, offline."""
     ctx.obj = {"debug": debug}
+
+
+def run() -> None:
+    """The console entry point: ``main``, then end the process without interpreter teardown.
+
+    Tearing down after a model was loaded (freeing hundreds of MB of tensors one by one,
+    unwinding torch's module state) takes most of a second, and the OS reclaims all of it
+    at once anyway. Output streams and logging are flushed first; if a non-daemon thread
+    is still running, the process exits the normal way so that it can finish.
+    """
+    try:
+        main()
+        status = 0
+    except SystemExit as done:
+        status = _exit_status(done.code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):      # the reader went away, or the stream is closed
+            pass
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(status)
+    os._exit(status)
+
+
+def _exit_status(code: object) -> int:
+    """The process status ``sys.exit(code)`` would give."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
 
 
 def _read_prompts(prompt: str | None, file: Path | None) -> tuple[list[str], bool]:

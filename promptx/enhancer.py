@@ -32,9 +32,10 @@ from .template_registry import TemplateRegistry, default_registry
 from .validate import check_output, drop_sentences_to_user
 
 DEFAULT_RETRIES = 2
-# words generated beyond a profile's max_words before stopping: room for a preamble or
-# markdown that clean-up strips; the rest would be cut at a sentence boundary anyway
-WORD_MARGIN = 8
+# words generated beyond a profile's max_words before stopping. The budget is counted as
+# clean-up counts (after stripping preambles and markdown), and clean-up keeps whole sentences
+# within max_words, so one word past it shows whether the last sentence fits: more is waste
+WORD_MARGIN = 1
 
 
 class Enhancer:

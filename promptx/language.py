@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["detect_language", "has_cjk", "is_cjk_char", "script_counts"]
+__all__ = ["CJK_CHARS", "count_words", "detect_language", "has_cjk", "is_cjk_char", "script_counts"]
 
 # (first, last) code points, inclusive.
 _HAN = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
@@ -20,7 +20,10 @@ _KANA = ((0x3040, 0x309F), (0x30A0, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F))
 _HANGUL = ((0x1100, 0x11FF), (0x3130, 0x318F), (0xA960, 0xA97F), (0xAC00, 0xD7AF))
 
 
-_CJK = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _HAN + _KANA + _HANGUL) + "]")
+# the body of a regex character class matching one CJK character
+CJK_CHARS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _HAN + _KANA + _HANGUL)
+_CJK = re.compile(f"[{CJK_CHARS}]")
+_WORD = re.compile(r"\S+")
 
 
 def has_cjk(text: str) -> bool:
@@ -80,3 +83,22 @@ def detect_language(text: str) -> str:
     if c["ascii"] >= 0.9 * latin:
         return "en"
     return "other"
+
+
+def count_words(text: str) -> int:
+    """Count words: whitespace-separated words, each CJK character as one word.
+
+    (Wan and friends measure Chinese prompt length in characters, so a 200-"word"
+    budget means 200 characters for Chinese.) Tokens made only of punctuation (a
+    lone dash, a full-width comma) do not count. The one counter behind every
+    word budget: templates' lengths, the generation stop and clean-up's cut.
+    """
+    count = 0
+    for token in _WORD.findall(text):
+        if not has_cjk(token):
+            count += any(c.isalnum() for c in token)
+            continue
+        cjk = sum(1 for ch in token if is_cjk_char(ch))
+        rest = "".join(" " if is_cjk_char(ch) else ch for ch in token)
+        count += cjk + sum(1 for piece in rest.split() if any(c.isalnum() for c in piece))
+    return count

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from promptx.language import has_cjk, is_cjk_char
+from promptx.language import count_words  # noqa: F401  (re-exported: templates' lengths)
 
 __all__ = [
     "PLACEHOLDERS",
@@ -35,7 +35,6 @@ PLACEHOLDERS = frozenset(
 PLACEHOLDER_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 
 _NAME = r"^[a-z0-9][a-z0-9._-]*$"
-_WORD = re.compile(r"\S+")
 
 
 def template_placeholders(text: str) -> set[str]:
@@ -56,22 +55,6 @@ def template_placeholders(text: str) -> set[str]:
     if re.search(r"[{}]", PLACEHOLDER_TOKEN.sub("", text)):
         raise ValueError("unbalanced '{' or '}'; write {{ or }} for a literal brace")
     return names
-
-
-def count_words(text: str) -> int:
-    """Count words: whitespace-separated words, each CJK character as one word.
-
-    Tokens made only of punctuation (a lone dash, a full-width comma) do not count.
-    """
-    count = 0
-    for token in _WORD.findall(text):
-        if not has_cjk(token):
-            count += any(c.isalnum() for c in token)
-            continue
-        cjk = sum(1 for ch in token if is_cjk_char(ch))
-        rest = "".join(" " if is_cjk_char(ch) else ch for ch in token)
-        count += cjk + sum(1 for piece in rest.split() if any(c.isalnum() for c in piece))
-    return count
 
 
 class _Strict(BaseModel):

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from engine.device import MIXED, fastest_dtype, parse_dtype
 from engine.generator import Generator
-from engine.kv_cache import KVCache
 from engine.mixed_precision import MixedLinear, use_mixed_precision
 from engine.sampling import SamplingParams
 from engine.stats import DecodeStats
-from tests.tiny import make_tiny_target
+from tests.tiny import TINY_CONFIG, make_tiny_target
 
 
 def test_multi_token_passes_stay_exactly_fp32_and_single_steps_use_bf16(one_thread):
@@ -62,3 +63,30 @@ def test_mixed_generator_decodes_plainly_with_prefix_reuse(model_dir, tmp_path):
     assert 0 < len(cold) <= 16 and cold == warm and stats.accepted_lengths == []
     text = generator.tokenizer.decode(cold).lower()
     assert any(word in text for word in ("kite", "beach", "sky", "sand", "wind", "red")), text
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias):
+    cfg = dataclasses.replace(TINY_CONFIG, attention_bias=bias)
+    model = use_mixed_precision(make_tiny_target(cfg=cfg))
+    assert model.single_step is not None
+    lean_cache, module_cache = model.new_cache(32), model.new_cache(32)
+    prompt = torch.randint(0, 128, (1, 6))
+    for cache in (lean_cache, module_cache):
+        model(prompt, cache)
+        cache.commit(6)
+    step, token = model.single_step, torch.tensor([[3]])
+    for _ in range(8):
+        lean = model(token, lean_cache).logits                         # the lean path
+        model.single_step = None
+        reference = model(token, module_cache).logits                  # the module path
+        model.single_step = step
+        assert torch.equal(lean, reference)
+        assert torch.equal(lean_cache.k, module_cache.k) and torch.equal(lean_cache.v, module_cache.v)
+        lean_cache.commit(1), module_cache.commit(1)
+        token = lean[:, -1].argmax(-1, keepdim=True)
+
+
+def test_models_with_qk_norm_keep_the_module_path():
+    cfg = dataclasses.replace(TINY_CONFIG, model_type="qwen3", qk_norm=True)
+    assert use_mixed_precision(make_tiny_target(cfg=cfg)).single_step is None

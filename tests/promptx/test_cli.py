@@ -107,3 +107,28 @@ def test_enhance_from_stdin_and_stream(runner, model_dir):
     streamed = runner.invoke(main, ["enhance", "a lighthouse at night", "--stream", "--seed", "5",
                                     "--max-new-tokens", "32", "--no-speculative"])
     assert streamed.exit_code == 0 and streamed.output.strip()
+
+
+def test_the_process_entry_point_flushes_output_and_keeps_exit_codes(tmp_path):
+    """``python -m promptx`` (like the console script) ends without interpreter teardown."""
+    import subprocess
+    import sys
+
+    def promptx(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "promptx", *args], capture_output=True, text=True,
+                              timeout=120)
+
+    listed = promptx("templates", "list", "--json")
+    assert listed.returncode == 0
+    assert {row["name"] for row in json.loads(listed.stdout)} >= {"video", "image", "wan-t2v"}
+    failed = promptx("enhance", "a cat", "--target", "nope")
+    assert failed.returncode == 1 and failed.stderr.startswith("promptx: error: unknown target")
+    assert promptx("templates", "show").returncode == 2           # click's usage error
+    assert "promptx, version" in promptx("--version").stdout
+
+
+def test_exit_status_follows_sys_exit():
+    from promptx.cli import _exit_status
+
+    assert (_exit_status(None), _exit_status(0), _exit_status(3)) == (0, 0, 3)
+    assert _exit_status("message") == 1
