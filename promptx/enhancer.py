@@ -166,10 +166,13 @@ class Enhancer:
             return batcher.generate(messages, self._options(request, seed))
         with self._lock:                  # a backend that does not batch gets one call at a time
             run = self.backend.start(messages, self._options(request, seed))
-            for delta in run:
-                if on_delta is not None:
-                    on_delta(delta)
-            return run.output
+            try:
+                for delta in run:
+                    if on_delta is not None:
+                        on_delta(delta)
+                return run.output
+            finally:
+                run.close()
 
     def _postprocess(self, request: EnhanceRequest, raw: str) -> tuple[str, list[str]]:
         budget = request.profile.length
@@ -198,8 +201,15 @@ def _messages(request: EnhanceRequest):
                            system_prompt=request.system_prompt)
 
 
+class _StreamClosed(Exception):
+    """The consumer of an ``EnhanceStream`` stopped iterating: the decode stops too."""
+
+
 class EnhanceStream:
-    """Text deltas of the first attempt as they come; ``result`` once iteration ends."""
+    """Text deltas of the first attempt as they come; ``result`` once iteration ends.
+
+    Leaving the loop early (``break``, closing the iterator) stops the decode at its next
+    token and frees the model for the next call; ``result`` then stays None."""
 
     def __init__(self, enhancer: Enhancer, request: EnhanceRequest) -> None:
         self._enhancer, self._request = enhancer, request
@@ -211,11 +221,19 @@ class EnhanceStream:
         deltas: queue.Queue = queue.Queue()
         done = object()
         failure: list[BaseException] = []
+        closed = threading.Event()
+
+        def on_delta(text: str) -> None:
+            if closed.is_set():
+                raise _StreamClosed
+            deltas.put(text)
 
         def work() -> None:
             try:
                 with self._enhancer._lock:
-                    self.result = self._enhancer._run(self._request, on_delta=deltas.put)
+                    self.result = self._enhancer._run(self._request, on_delta=on_delta)
+            except _StreamClosed:
+                pass
             except BaseException as exc:  # re-raised in the consumer's thread
                 failure.append(exc)
             finally:
@@ -223,8 +241,11 @@ class EnhanceStream:
 
         thread = threading.Thread(target=work, daemon=True)
         thread.start()
-        while (item := deltas.get()) is not done:
-            yield item
+        try:
+            while (item := deltas.get()) is not done:
+                yield item
+        finally:
+            closed.set()                  # after an early exit: the worker stops at its next delta
         thread.join()
         if failure:
             raise failure[0]

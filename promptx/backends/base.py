@@ -50,6 +50,12 @@ class GenerationRun:
     def __iter__(self) -> Iterator[str]:
         return self._deltas
 
+    def close(self) -> None:
+        """Stop a run that is no longer wanted (frees the backend at once); harmless once done."""
+        close = getattr(self._deltas, "close", None)
+        if close is not None:
+            close()
+
     def finish(self) -> GenerationOutput:
         """Drain the remaining deltas and return the output."""
         for _ in self._deltas:

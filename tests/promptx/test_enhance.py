@@ -65,6 +65,30 @@ def test_stream_yields_deltas_and_a_result(enhancer):
     assert stream.result is not None and stream.result.stats.completion_tokens > 0
 
 
+def test_leaving_a_stream_early_stops_its_decode(enhancer, monkeypatch):
+    pulled = []
+    start = enhancer.backend.start
+
+    def counting_start(messages, options):
+        run = start(messages, options)
+        inner = run._deltas
+
+        def counted():
+            for delta in inner:
+                pulled.append(delta)
+                yield delta
+        run._deltas = counted()
+        return run
+
+    monkeypatch.setattr(enhancer.backend, "start", counting_start)
+    stream = enhancer.stream("a fox running through snow", "video", seed=2, max_new_tokens=200)
+    for _ in stream:
+        break                                    # the consumer leaves after the first delta
+    assert enhancer._lock.acquire(timeout=120)   # the worker let go of the model
+    enhancer._lock.release()
+    assert stream.result is None and 1 <= len(pulled) < 20    # a full decode pulls ~100 deltas
+
+
 def test_long_prompt_passes_through_unless_forced(enhancer):
     long_prompt = " ".join(["a quiet mountain lake under a pale morning sky"] * 20)
     result = enhancer.enhance(long_prompt, "ltx")
