@@ -6,6 +6,9 @@ written in ASCII letters) apart, and calls everything else "other". It does
 not tell English from French or German (all ASCII-ish Latin text is "en"),
 and text written only in kanji is reported as "zh". Good enough to decide
 whether a prompt is CJK, which is all promptx needs it for.
+
+The same script ranges define what a word is for every word budget
+(``count_words``: each CJK character is one word).
 """
 
 from __future__ import annotations
