@@ -74,11 +74,15 @@ def filter_top_k_top_p(logits: torch.Tensor, top_k: int, top_p: float) -> torch.
         logits = logits.masked_fill(logits < kth, float("-inf"))
     if top_p < 1.0:
         sorted_logits = torch.sort(logits, descending=True).values
-        probs = torch.softmax(sorted_logits, dim=-1)
-        # a token is in the nucleus while the mass before it is below top_p
-        kept = int(((probs.cumsum(-1) - probs) < top_p).sum())
-        logits = logits.masked_fill(logits < sorted_logits[max(kept, 1) - 1], float("-inf"))
+        kept = nucleus_size(torch.softmax(sorted_logits, dim=-1), top_p)
+        logits = logits.masked_fill(logits < sorted_logits[kept - 1], float("-inf"))
     return logits
+
+
+def nucleus_size(sorted_probs: torch.Tensor, top_p: float) -> int:
+    """How many of ``sorted_probs`` (descending) the top-p nucleus takes, at least one: a token
+    is in while the mass before it is below top_p. (Tokens tied with the last one join it.)"""
+    return max(int(((sorted_probs.cumsum(-1) - sorted_probs) < top_p).sum()), 1)
 
 
 def next_token_distribution(logits: torch.Tensor, history: Sequence[int], params: SamplingParams) -> torch.Tensor:
@@ -137,7 +141,7 @@ def _candidate_distribution(logits: torch.Tensor, params: SamplingParams, candid
         if float(probs.sum()) < params.top_p:
             return None                                # the nucleus reaches past the candidates
     if params.top_p < 1.0:
-        kept = max(int(((probs.cumsum(-1) - probs) < params.top_p).sum()), 1)
+        kept = nucleus_size(probs, params.top_p)
         if not within and after == values[kept - 1]:
             return None                                # the edge's tie group reaches past them
         probs = probs.masked_fill(values < values[kept - 1], 0.0)    # ties with the last member stay
