@@ -5,8 +5,11 @@ token's distribution is computed the same way in both. History-dependent
 processing (repetition penalty) takes the history of one sequence or of one
 tree node's own ancestor path; it never sees sibling branches.
 
-Order (as in Hugging Face): repetition penalty, temperature, top-k, top-p.
-The repetition penalty covers generated tokens only, not the prompt.
+Order (as in Hugging Face): repetition penalty, banned tokens, temperature,
+top-k, top-p. The repetition penalty covers generated tokens only, not the
+prompt. Banned tokens (``TokenMask``, a per-request constraint the caller
+builds) get probability zero everywhere a token is chosen or verified, so a
+constrained speculative decode still equals the constrained plain decode.
 """
 
 from __future__ import annotations
@@ -15,6 +18,29 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import torch
+
+
+class TokenMask:
+    """Token ids that must never be chosen (a decoding constraint); compared by identity."""
+
+    __slots__ = ("ids", "_tensors")
+
+    def __init__(self, ids) -> None:
+        self.ids = tuple(sorted({int(i) for i in ids}))
+        self._tensors: dict[torch.device, torch.Tensor] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __repr__(self) -> str:
+        return f"TokenMask({len(self.ids)} ids)"
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        """``logits`` [V] with the banned ids set to -inf (a new tensor)."""
+        index = self._tensors.get(logits.device)
+        if index is None:
+            index = self._tensors[logits.device] = torch.tensor(self.ids, dtype=torch.long, device=logits.device)
+        return logits.index_fill(0, index, float("-inf"))
 
 
 @dataclass(frozen=True)
@@ -28,6 +54,7 @@ class SamplingParams:
     max_new_tokens: int = 256
     seed: int | None = None
     stop_strings: tuple[str, ...] = ()
+    banned: TokenMask | None = None
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -57,8 +84,11 @@ def penalize_repetition(logits: torch.Tensor, history: Sequence[int], penalty: f
 
 
 def processed_logits(logits: torch.Tensor, history: Sequence[int], params: SamplingParams) -> torch.Tensor:
-    """Float32 logits [V] after repetition penalty (and temperature when sampling)."""
+    """Float32 logits [V] after repetition penalty, banned tokens (and temperature when
+    sampling)."""
     out = penalize_repetition(logits.float(), history, params.repetition_penalty)
+    if params.banned:
+        out = params.banned.apply(out)
     if not params.greedy:
         out = out / params.temperature
     return out

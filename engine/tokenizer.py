@@ -63,6 +63,13 @@ class ChatTokenizer:
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
+    def token_texts(self) -> list[str]:
+        """The text of every token id decoded alone, leading space included (" dog")."""
+        if not hasattr(self, "_token_texts"):
+            self._token_texts = self._tok.decode_batch([[i] for i in range(self.vocab_size)],
+                                                       skip_special_tokens=False)
+        return self._token_texts
+
     def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
         """The chat template applied to ``messages`` (role/content dicts)."""
         if self.chat_template is None:

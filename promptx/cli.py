@@ -219,8 +219,10 @@ def _register_subcommands() -> None:
     from .bench_cli import bench
     from .calibrate_cli import calibrate
     from .draft_cli import draft
+    from .eval_cli import eval_command
 
     main.add_command(bench)
+    main.add_command(eval_command)
     main.add_command(calibrate)
     main.add_command(draft)
 

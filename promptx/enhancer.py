@@ -23,13 +23,13 @@ from .backends.base import Backend, GenerationOptions, GenerationOutput
 from .backends.batcher import RequestBatcher
 from .cleanup import clean_output
 from .errors import InvalidInputError
-from .language import detect_language
 from .profiles import Profile
 from .render import render_messages
 from .request import EnhanceRequest
 from .result import EnhancedPrompt, EnhanceStats
+from .quality import Assessment, assess
+from .quality.salvage import drop_offending_sentences
 from .template_registry import TemplateRegistry, default_registry
-from .validate import check_output, drop_sentences_to_user
 
 DEFAULT_RETRIES = 2
 # words generated beyond a profile's max_words before stopping. The budget is counted as
@@ -136,7 +136,7 @@ class Enhancer:
         if request.skip_reason:
             return request.unchanged(request.skip_reason, fallback=False)
         messages = _messages(request)
-        problems: list[str] = []
+        assessment: Assessment | None = None
         totals = _Totals()
         for attempt, seed in enumerate(seeds or request.seeds(self.retries)):
             if attempt == 0 and first is not None:
@@ -144,13 +144,13 @@ class Enhancer:
             else:
                 output = self._generate(messages, request, seed, on_delta if attempt == 0 else None)
             totals.add(output)
-            text, attempt_problems = self._postprocess(request, output.text)
-            if not attempt_problems:
-                return request.result(text, totals.stats(self.backend, attempt + 1, output))
-            problems = attempt_problems
-        reason = "; ".join(problems)
+            text, assessment = self._postprocess(request, output.text)
+            if assessment.passed:
+                return request.result(text, totals.stats(self.backend, attempt + 1, output), assessment)
+        reason = "; ".join(assessment.reasons()) if assessment else "no attempt"
         return request.unchanged(f"no acceptable output after {totals.attempts} attempts: {reason}",
-                                 fallback=True, stats=totals.stats(self.backend, totals.attempts, None))
+                                 fallback=True, stats=totals.stats(self.backend, totals.attempts, None),
+                                 assessment=assessment)
 
     @staticmethod
     def _options(request: EnhanceRequest, seed: int) -> GenerationOptions:
@@ -158,7 +158,8 @@ class Enhancer:
                                  repetition_penalty=request.profile.repetition_penalty,
                                  max_new_tokens=request.max_new_tokens, seed=seed,
                                  speculative=request.speculative,
-                                 max_words=request.profile.length.max_words + WORD_MARGIN)
+                                 max_words=request.profile.length.max_words + WORD_MARGIN,
+                                 constraint=request.constraint)
 
     def _generate(self, messages, request: EnhanceRequest, seed: int, on_delta) -> GenerationOutput:
         batcher = self.batcher if on_delta is None else None
@@ -174,25 +175,25 @@ class Enhancer:
             finally:
                 run.close()
 
-    def _postprocess(self, request: EnhanceRequest, raw: str) -> tuple[str, list[str]]:
+    def _postprocess(self, request: EnhanceRequest, raw: str) -> tuple[str, Assessment]:
+        """The cleaned text and its assessment; a text that fails only because of a few
+        sentences (one that talks to the user, adds a subject) passes without them."""
         budget = request.profile.length
         cleaned = clean_output(raw, fmt=request.profile.format, max_words=budget.max_words,
                                max_encoder_tokens=budget.max_encoder_tokens, encoder=budget.encoder)
-        text, problems = cleaned.text, self._problems(request, cleaned.text)
-        if problems and request.profile.format != "tags":
-            trimmed = drop_sentences_to_user(text)       # keep a good prompt with one stray sentence
-            if trimmed and trimmed != text and not self._problems(request, trimmed):
-                return trimmed, []
-        return text, problems
+        text, assessment = cleaned.text, self._assess(request, cleaned.text)
+        if not assessment.passed and request.profile.format != "tags":
+            trimmed = drop_offending_sentences(text, assessment)
+            if trimmed and trimmed != text:
+                second = self._assess(request, trimmed)
+                if second.passed:
+                    return trimmed, second
+        return text, assessment
 
     @staticmethod
-    def _problems(request: EnhanceRequest, text: str) -> list[str]:
-        budget = request.profile.length
-        problems = check_output(request.prompt, text, task=request.profile.task,
-                                fmt=request.profile.format, min_words=budget.min_words)
-        if request.wants_english and text and detect_language(text) not in ("en", "other"):
-            problems.append("the output is not in English")
-        return problems
+    def _assess(request: EnhanceRequest, text: str) -> Assessment:
+        return assess(request.prompt, text, request.profile, context=request.caption,
+                      language="english" if request.wants_english else "keep")
 
 
 def _messages(request: EnhanceRequest):

@@ -34,12 +34,25 @@ class EnhanceRequest:
     force: bool
     speculative: bool
     system_prompt: str | None
+    constrain: bool = True
+
+    @property
+    def constraint(self):
+        """The decoding constraint of this request (None when turned off)."""
+        if not self.constrain or not self.prompt and not self.caption:
+            return None
+        from .quality.constraint import DecodingConstraint
+
+        # an image nobody described may show anything: only pronouns and quotes are held back
+        subjects = not (self.profile.wants_image and not self.caption)
+        return DecodingConstraint.for_prompt(self.prompt, self.caption, subjects=subjects)
 
     @classmethod
     def build(cls, profile: Profile, prompt: Any, *, image=None, caption: str | None = None,
               seed: int | None = None, temperature: float | None = None, max_new_tokens: int | None = None,
               style: str | None = None, language: str | None = None, force: bool = False,
-              speculative: bool = True, system_prompt: str | None = None) -> "EnhanceRequest":
+              speculative: bool = True, system_prompt: str | None = None,
+              constrain: bool = True) -> "EnhanceRequest":
         text = _check_prompt(profile, prompt, has_image=image is not None or bool(caption))
         facts = None
         if image is not None:
@@ -64,7 +77,7 @@ class EnhanceRequest:
                    wants_english=wants_english, seed=seed,
                    temperature=profile.temperature if temperature is None else temperature,
                    max_new_tokens=max_new_tokens or profile.max_new_tokens, force=force,
-                   speculative=speculative, system_prompt=system_prompt)
+                   speculative=speculative, system_prompt=system_prompt, constrain=bool(constrain))
 
     @property
     def skip_reason(self) -> str | None:
@@ -83,12 +96,13 @@ class EnhanceRequest:
                     template=self.profile.name, task=self.profile.task, original_prompt=self.prompt,
                     language=self.language, style=self.style)
 
-    def result(self, text: str, stats: EnhanceStats) -> EnhancedPrompt:
-        return EnhancedPrompt(text=text, stats=stats, **self._fields())
+    def result(self, text: str, stats: EnhanceStats, assessment=None) -> EnhancedPrompt:
+        return EnhancedPrompt(text=text, stats=stats, assessment=assessment, **self._fields())
 
-    def unchanged(self, reason: str, *, fallback: bool, stats: EnhanceStats | None = None) -> EnhancedPrompt:
+    def unchanged(self, reason: str, *, fallback: bool, stats: EnhanceStats | None = None,
+                  assessment=None) -> EnhancedPrompt:
         return EnhancedPrompt(text=self.prompt, fallback=fallback, skipped=not fallback, reason=reason,
-                              stats=stats or EnhanceStats(), **self._fields())
+                              stats=stats or EnhanceStats(), assessment=assessment, **self._fields())
 
 
 def _check_prompt(profile: Profile, prompt: Any, *, has_image: bool) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .quality.assessment import Assessment
+
 
 class EnhanceStats(BaseModel):
     """How the text was produced. Token counts are of the enhancer's own model."""
@@ -39,6 +41,8 @@ class EnhancedPrompt(BaseModel):
     skipped: bool = False
     reason: str | None = None
     stats: EnhanceStats = Field(default_factory=EnhanceStats)
+    assessment: Assessment | None = Field(
+        default=None, description="faithfulness of the model's last output (of the fallback's rejected one)")
 
     def __str__(self) -> str:
         return self.text

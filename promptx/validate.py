@@ -18,7 +18,8 @@ from collections import Counter
 from promptx.cleanup import STOPWORDS, count_words, cut_repetition
 from promptx.language import detect_language, is_cjk_char
 
-__all__ = ["check_output", "drop_sentences_to_user", "quoted_spans", "subject_words"]
+__all__ = ["check_output", "degenerate_problem", "drop_sentences_to_user", "quoted_spans", "subject_words",
+           "talking_to_user"]
 
 # Words that describe the picture rather than what is in it, and edit verbs:
 # they never count as the subject.
@@ -208,7 +209,7 @@ def _subject_problem(original: str, text: str) -> str | None:
     return f"the output lost the subject of the prompt (none of {shown} appears)"
 
 
-def _degenerate_problem(text: str) -> str | None:
+def degenerate_problem(text: str) -> str | None:
     words = [w.lower() for w in re.findall(r"\w+", text)]
     words = [c for w in words for c in (list(w) if is_cjk_char(w[0]) else [w])]
     if len(words) >= 5:
@@ -256,13 +257,13 @@ def check_output(original: str, text: str, *, task: str, fmt: str, min_words: in
         subject = _subject_problem(original, t)
         if subject:
             problems.append(subject)
-    degenerate = _degenerate_problem(t)
+    degenerate = degenerate_problem(t)
     if degenerate:
         problems.append(degenerate)
-    return problems + _talking_to_user(t)
+    return problems + talking_to_user(t)
 
 
-def _talking_to_user(text: str) -> list[str]:
+def talking_to_user(text: str) -> list[str]:
     """Problems of ``text`` that talks to the user (quoted text aside): chatter, a question,
     instructions."""
     unquoted = text.replace("’", "'")
@@ -285,4 +286,4 @@ def drop_sentences_to_user(text: str) -> str:
     """``text`` without the sentences that talk to the user (instructions, questions, chatter),
     so that one stray sentence does not cost a whole new generation; "" when all of them do."""
     sentences = _SENTENCE_BREAK.split(text.strip())
-    return " ".join(s for s in sentences if not _talking_to_user(s))
+    return " ".join(s for s in sentences if not talking_to_user(s))

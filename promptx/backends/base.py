@@ -25,6 +25,8 @@ class GenerationOptions:
     speculative: bool = True
     # stop once the text holds more words than this (what the caller would cut anyway)
     max_words: int | None = None
+    # what the output may not begin to write (promptx.quality.constraint.DecodingConstraint)
+    constraint: object | None = None
 
 
 @dataclass

@@ -24,6 +24,7 @@ class EmbeddedBackend:
                  planner: str = "harness") -> None:
         self.source: ModelSource = resolve_model(model)
         self.model_name = self.source.name
+        self._vocabulary_index = None
         directory = prepare(self.source, quiet=quiet)
         try:
             from engine.device import default_device
@@ -106,7 +107,7 @@ class EmbeddedBackend:
         prompts = [self.encode(messages) for messages, _ in requests]
         for ids, (_, options) in zip(prompts, requests):
             self._check_length(ids, options)
-        params = [_sampling_params(options) for _, options in requests]
+        params = [self._sampling_params(options) for _, options in requests]
         speculative = all(options.speculative for _, options in requests) and self.has_drafter
         stats = [DecodeStats() for _ in requests]
         stops = [self._stop_checker(p, options) for p, (_, options) in zip(params, requests)]
@@ -120,6 +121,26 @@ class EmbeddedBackend:
         latency = time.perf_counter() - started
         return [self._output(stop.trim_text(self.generator.tokenizer.decode(tokens)), ids, s, latency, speculative)
                 for tokens, ids, s, stop in zip(outputs, prompts, stats, stops)]
+
+    def _sampling_params(self, options: GenerationOptions):
+        from engine.sampling import SamplingParams, TokenMask
+
+        banned = None
+        if options.constraint is not None:
+            ids = self._vocabulary().banned_ids(options.constraint)
+            banned = TokenMask(ids) if ids else None
+        return SamplingParams(temperature=options.temperature, top_p=options.top_p, top_k=options.top_k,
+                              repetition_penalty=options.repetition_penalty,
+                              max_new_tokens=options.max_new_tokens, seed=options.seed,
+                              stop_strings=options.stop, banned=banned)
+
+    def _vocabulary(self):
+        """Word-start tokens of this model's vocabulary, indexed once for decoding constraints."""
+        if self._vocabulary_index is None:
+            from ..quality.constraint import VocabularyIndex
+
+            self._vocabulary_index = VocabularyIndex(self.generator.tokenizer.token_texts())
+        return self._vocabulary_index
 
     def _stop_checker(self, params, options: GenerationOptions):
         if options.max_words is None:
@@ -156,7 +177,7 @@ class EmbeddedBackend:
         from engine.stats import DecodeStats
         from engine.tokenizer import IncrementalDecoder
 
-        params = _sampling_params(options)
+        params = self._sampling_params(options)
         speculative = options.speculative and self.has_drafter
         stats, decoder = DecodeStats(), IncrementalDecoder(self.generator.tokenizer)
         stop = self._stop_checker(params, options)
@@ -184,10 +205,3 @@ def _resolve_dtype(dtype: str | None, device, drafter) -> str:
         return dtype
     return "auto" if drafter is not None else fastest_dtype(device)
 
-
-def _sampling_params(options: GenerationOptions):
-    from engine.sampling import SamplingParams
-
-    return SamplingParams(temperature=options.temperature, top_p=options.top_p, top_k=options.top_k,
-                          repetition_penalty=options.repetition_penalty, max_new_tokens=options.max_new_tokens,
-                          seed=options.seed, stop_strings=options.stop)

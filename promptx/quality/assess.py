@@ -1,0 +1,200 @@
+"""``assess(prompt, text, profile)``: is ``text`` a faithful enhancement of ``prompt``?
+
+Findings, by kind:
+- lost: a subject, colour, count, spatial relation or quoted text of the
+  prompt is missing (matched by lemma, synonym and WordNet hypernymy);
+- added_subject: a person, animal, vehicle or creature the prompt neither
+  names nor licenses (``licensing``);
+- contradiction: a kept subject's colour or count changed;
+- form: see ``form``.
+Pure Python over the shipped WordNet extract; ~10 ms per text once loaded (~0.3 s).
+Not here: cleaning text (``cleanup``) or what to do about a failure
+(``enhancer`` retries and falls back).
+"""
+
+from __future__ import annotations
+
+import re
+
+from promptx.cleanup import STOPWORDS
+from promptx.language import detect_language
+from promptx.validate import quoted_spans
+
+from .assessment import Assessment, Finding
+from .form import form_findings
+from .lexicon import Lexicon, lexicon
+from .licensing import Licence
+from .mentions import Mention, color_of, mentions, words
+
+__all__ = ["assess"]
+
+# lexicographer files whose nouns name things that must survive the rewrite
+_CONCRETE = frozenset({"noun.animal", "noun.artifact", "noun.person", "noun.food", "noun.plant",
+                       "noun.object", "noun.body", "noun.substance", "noun.location",
+                       "noun.phenomenon", "noun.shape"})
+# nouns that describe the picture, not what is in it
+_PICTURE_WORDS = frozenset("""photo photograph picture image shot scene video clip footage view frame
+    still camera lens style background foreground closeup close-up angle render painting drawing
+    illustration art artwork portrait landscape wallpaper time lapse timelapse motion quality detail
+    light lighting color colour side top front bottom left right middle center centre home""".split())
+# spatial relations: how the prompt says it, and the words that keep it in the output
+_RELATIONS = {
+    "left": (r"\b(?:to|on|at) the left\b|\bleft of\b", ("left",)),
+    "right": (r"\b(?:to|on|at) the right\b|\bright of\b", ("right",)),
+    "above": (r"\babove\b|\bon top of\b", ("above", "over", "top", "atop")),
+    "below": (r"\b(?:below|under|beneath|underneath)\b", ("below", "under", "beneath", "underneath")),
+    "behind": (r"\bbehind\b", ("behind", "back")),
+    "in front": (r"\bin front of\b", ("front", "before", "ahead")),
+    "beside": (r"\bbeside\b|\bnext to\b", ("beside", "next", "side", "alongside")),
+}
+# colour families that describe the same colour
+_SAME_COLOR = [{"grey", "silver", "white"}, {"yellow", "gold"}, {"dark", "black", "brown"},
+               {"red", "pink"}, {"purple", "pink"}, {"orange", "yellow"}]
+
+
+def assess(prompt: str, text: str, profile=None, *, context: str | None = None,
+           language: str | None = None) -> Assessment:
+    """Assess ``text`` (a cleaned output) as an enhancement of ``prompt`` for ``profile``
+    (a ``Profile``; None: a generic English paragraph). ``context`` describes the input
+    image (i2v/i2i caption): subjects it names are licensed too; without it an image
+    profile's output may name what the image shows, so added subjects are not judged.
+    ``language`` ("english" or "keep") overrides the profile's language policy."""
+    lex = lexicon()
+    fmt = getattr(profile, "format", "paragraph")
+    language = language or getattr(profile, "language", "english")
+    unseen_image = bool(getattr(profile, "wants_image", False)) and not context
+    budget = getattr(profile, "length", None)
+    findings = form_findings(prompt, text, fmt=fmt, language=language,
+                             min_words=budget.min_words if budget else None,
+                             max_words=budget.max_words if budget else None, lex=lex)
+    findings += _quote_findings(prompt, text)
+    kept: list[str] = []
+    if text.strip() and _comparable(prompt, text):
+        out_words = words(text)
+        source, output = mentions(words(prompt), lex), mentions(out_words, lex)
+        kept, lost = _kept_subjects(source, output, out_words, lex)
+        findings += lost
+        findings += _attribute_findings(source, output, text, lex)
+        findings += _relation_findings(prompt, text)
+        if not unseen_image:
+            findings += _added_subjects(output, out_words, Licence.of(prompt, context, lex), lex)
+    return Assessment(verdict="fail" if findings else "pass", findings=findings, kept=kept)
+
+
+def _comparable(prompt: str, text: str) -> bool:
+    """Lexical comparison needs English on both sides (a translation is judged on form only)."""
+    return detect_language(prompt) in ("en", "other") and detect_language(text) in ("en", "other")
+
+
+def _quote_findings(prompt: str, text: str) -> list[Finding]:
+    flat = re.sub(r"\s+", " ", text)
+    return [Finding(kind="lost", code="lost_quote", words=[q],
+                    detail=f'quoted text "{q}" from the prompt is missing from the output')
+            for q in quoted_spans(prompt) if re.sub(r"\s+", " ", q) not in flat]
+
+
+def _subject_nouns(source: list[Mention], lex: Lexicon) -> list[Mention]:
+    """The prompt's concrete nouns, first mention of each."""
+    seen, out = set(), []
+    for m in source:
+        if (m.lemma in seen or m.lemma in _PICTURE_WORDS or m.lemma in STOPWORDS
+                or m.modifier and not lex.salient_class(m.lemma)):
+            continue
+        if lex.lexname(m.lemma) in _CONCRETE or lex.salient_class(m.lemma):
+            seen.add(m.lemma)
+            out.append(m)
+    return out
+
+
+def _matches(given: str, other: str, lex: Lexicon) -> bool:
+    """``other`` in the output keeps ``given`` of the prompt."""
+    if lex.licenses(given, other):
+        return True
+    if lex.salient_class(given):
+        return False                     # a cat is not kept by a dog, however close
+    return lex.related(given, other)
+
+
+def _kept_subjects(source, output, out_words, lex) -> tuple[list[str], list[Finding]]:
+    kept, lost = [], []
+    out_lemmas = {m.lemma for m in output}
+    parts = {p for w in out_words for p in re.split(r"[-']", w.text) if len(p) >= 4}
+    for m in _subject_nouns(source, lex):
+        if (any(_matches(m.lemma, o, lex) for o in out_lemmas)
+                or any(p.startswith(m.lemma) or m.lemma.startswith(p) for p in parts if len(m.lemma) >= 4)):
+            kept.append(m.lemma)
+        else:
+            lost.append(m.lemma)
+    if not lost:
+        return kept, []
+    shown = ", ".join(f'"{w}"' for w in lost[:4])
+    return kept, [Finding(kind="lost", code="lost_subject", words=lost,
+                          detail=f"the output lost {shown} from the prompt")]
+
+
+def _same_family(a: set[str], b: set[str]) -> bool:
+    if a & b:
+        return True
+    return any(x in group and y in group for group in _SAME_COLOR for x in a for y in b)
+
+
+def _attribute_findings(source, output, text, lex) -> list[Finding]:
+    """Colours and counts of the prompt's nouns: kept, or contradicted."""
+    findings: list[Finding] = []
+    text_colors = {color_of(w.text, lex) for w in words(text)} - {None}
+    for m in source:
+        same = [o for o in output if o.lemma == m.lemma or _matches(m.lemma, o.lemma, lex)]
+        if m.colors:
+            stated = [o.colors for o in same if o.colors]
+            if stated and not any(_same_family(set(m.colors), set(c)) for c in stated):
+                findings.append(_contradiction("color", m, sorted(stated[0])))
+            elif not stated and not _same_family(set(m.colors), text_colors):
+                findings.append(Finding(kind="lost", code="lost_color", words=[m.lemma, *sorted(m.colors)],
+                                        detail=f'the output lost the colour of "{m.lemma}" '
+                                               f'({", ".join(sorted(m.colors))})'))
+        if m.count is not None:
+            counts = {o.count for o in same if o.count is not None}
+            if counts and m.count not in counts and not (m.count == 1 and counts <= {1}):
+                findings.append(_contradiction("count", m, sorted(counts)))
+    return _unique(findings)
+
+
+def _contradiction(what: str, m: Mention, got) -> Finding:
+    want = sorted(m.colors) if what == "color" else [m.count]
+    return Finding(kind="contradiction", code=what, words=[m.lemma],
+                   detail=f'the output changes the {what} of "{m.lemma}" ({want} -> {got})')
+
+
+def _relation_findings(prompt: str, text: str) -> list[Finding]:
+    have = set(re.findall(r"[a-z]+", text.lower()))
+    lost = [name for name, (said, kept) in _RELATIONS.items()
+            if re.search(said, prompt.lower()) and not have & set(kept)]
+    if not lost:
+        return []
+    return [Finding(kind="lost", code="lost_relation", words=lost,
+                    detail=f'the output lost the spatial relation ({", ".join(lost)}) of the prompt')]
+
+
+def _added_subjects(output: list[Mention], ws, licence: Licence, lex: Lexicon) -> list[Finding]:
+    added: dict[str, str] = {}
+    for m in output:
+        cls = lex.salient_class(m.lemma)
+        if not cls or m.modifier or m.depicted or m.quoted or m.lemma in added:
+            continue
+        if not licence.allows(m.lemma, lex, plural=ws[m.position].text != m.lemma):
+            added[m.lemma] = cls
+    if not added:
+        return []
+    return [Finding(kind="added_subject", code=f"added_{cls}", words=[w for w, c in added.items() if c == cls],
+                    detail=f"the output adds a {cls} the prompt does not have: "
+                           + ", ".join(f'"{w}"' for w, c in added.items() if c == cls))
+            for cls in dict.fromkeys(added.values())]
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    seen, out = set(), []
+    for f in findings:
+        if f.detail not in seen:
+            seen.add(f.detail)
+            out.append(f)
+    return out

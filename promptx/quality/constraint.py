@@ -1,0 +1,94 @@
+"""The decoding constraint: what an output may not begin to write, as token ids.
+
+``DecodingConstraint.for_prompt`` decides, from the prompt (and the caption
+of its image), which salient entities are not licensed (the same
+``Licence`` the assessment uses), and whether second-person pronouns and
+opening quotation marks are off limits (they are unless the input has
+them). ``VocabularyIndex`` maps that onto one tokenizer's vocabulary: it is
+built once per tokenizer from the token texts, and ``banned_ids`` is a set
+lookup per indexed word, with no string work per generated token. The engine
+only applies the ids (``engine.sampling.TokenMask``); it knows nothing of
+words.
+
+Not here: the assessment (``assess``), which still checks every output
+(a word split over several tokens can pass the mask).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .lexicon import Lexicon, lexicon
+from .licensing import Licence
+
+__all__ = ["DecodingConstraint", "VocabularyIndex"]
+
+_SECOND_PERSON = frozenset("you your yours yourself yourselves".split())
+_QUOTE_MARKS = ('"', "“", "”", "«", "»", "「", "『")
+_WORD_TOKEN = re.compile(r"^ ([A-Za-z]+)$")
+
+
+@dataclass(frozen=True)
+class DecodingConstraint:
+    """What one request's output must not start to write."""
+
+    licence: Licence | None       # None: no salient word is forbidden (an image nobody described)
+    second_person: bool           # forbid "you", "your", ...
+    quotes: bool                  # forbid opening quotation marks
+
+    @classmethod
+    def for_prompt(cls, prompt: str, context: str | None = None, *, subjects: bool = True) -> "DecodingConstraint":
+        lex = lexicon()
+        text = f"{prompt} {context or ''}"
+        low = set(re.findall(r"[a-z]+", text.lower()))
+        licence = Licence.of(prompt, context, lex) if subjects else None
+        return cls(licence, second_person=not (low & _SECOND_PERSON),
+                   quotes=not any(q in text for q in _QUOTE_MARKS))
+
+
+class VocabularyIndex:
+    """The word-start tokens of one vocabulary that a constraint may ban."""
+
+    def __init__(self, token_texts: list[str], lex: Lexicon | None = None) -> None:
+        self._lex = lex or lexicon()
+        self.salient: dict[tuple[str, bool], list[int]] = {}      # (lemma, plural) -> ids
+        self.second_person: list[int] = []
+        self.quotes: list[int] = []
+        forms = self._lex.salient_forms()
+        for tid, text in enumerate(token_texts):
+            if any(q in text for q in _QUOTE_MARKS):
+                self.quotes.append(tid)
+                continue
+            m = _WORD_TOKEN.match(text)
+            if not m:
+                continue
+            word = m.group(1).lower()
+            if word in _SECOND_PERSON:
+                self.second_person.append(tid)
+                continue
+            lemma = forms.get(word)
+            if lemma and self._lex.is_noun(lemma):
+                self.salient.setdefault((lemma, word != lemma), []).append(tid)
+
+    def banned_ids(self, constraint: DecodingConstraint) -> tuple[int, ...]:
+        """Token ids the constrained output may not emit."""
+        return _banned(self, constraint)
+
+    def _compute(self, constraint: DecodingConstraint) -> tuple[int, ...]:
+        ids: list[int] = []
+        if constraint.licence is not None:
+            for (lemma, plural), tids in self.salient.items():
+                if not constraint.licence.allows(lemma, self._lex, plural=plural):
+                    ids += tids
+        if constraint.second_person:
+            ids += self.second_person
+        if constraint.quotes:
+            ids += self.quotes
+        return tuple(sorted(ids))
+
+
+@lru_cache(maxsize=256)
+def _banned(index: VocabularyIndex, constraint: DecodingConstraint) -> tuple[int, ...]:
+    return index._compute(constraint)

@@ -1,0 +1,128 @@
+"""Form findings: is the text a prompt at all, in the form its profile wants?
+
+Second person or a reader addressed, dialogue or quotes the input did not
+have, past-tense storytelling, a preamble, the wrong language, a length far
+outside the profile's budget, plus the generic failures (empty, degenerate,
+chatter, questions to the user) that ``validate`` detects.
+Not here: what the text says about the prompt's subjects (``assess``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from promptx.language import count_words, detect_language
+from promptx.validate import degenerate_problem, quoted_spans, talking_to_user
+
+from .assessment import Finding
+from .lexicon import Lexicon
+
+__all__ = ["form_findings", "LENGTH_SLACK"]
+
+# the length finding fires below min_words * low or above max_words * high
+LENGTH_SLACK = (0.5, 1.5)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|you're|you'll|you've)\b", re.I)
+_PREAMBLE = re.compile(r"^\s*(?:sure|certainly|of course|okay|ok|here is|here's|here are|prompt:|"
+                       r"enhanced prompt|as requested)\b(?!-)", re.I)
+_PRONOUN = frozenset("he she they it i we".split())
+_PAST_BE = frozenset("was were had did".split())
+_PRESENT_BE = frozenset("is are has does".split())
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
+def form_findings(prompt: str, text: str, *, fmt: str, language: str, min_words: int | None,
+                  max_words: int | None, lex: Lexicon) -> list[Finding]:
+    """Form problems of ``text`` (already cleaned) as an enhancement of ``prompt``."""
+    if not text.strip():
+        return [Finding(kind="form", code="empty", detail="the output is empty")]
+    found: list[Finding] = []
+    degenerate = degenerate_problem(text)
+    if degenerate:
+        found.append(Finding(kind="form", code="degenerate", detail=degenerate))
+    for problem in talking_to_user(text):
+        found.append(Finding(kind="form", code="talks_to_user", detail=problem))
+    unquoted = _without_quotes(text)
+    if _SECOND_PERSON.search(unquoted) and not _SECOND_PERSON.search(prompt):
+        word = _SECOND_PERSON.search(unquoted).group(0)
+        found.append(Finding(kind="form", code="second_person", words=[word],
+                             detail=f'the output addresses a reader ("{word}")'))
+    new_quotes = [q for q in quoted_spans(text) if q not in prompt and _is_speech(q, text)]
+    if new_quotes:
+        found.append(Finding(kind="form", code="dialogue", words=new_quotes[:3],
+                             detail=f'the output quotes text the prompt did not have ("{new_quotes[0]}")'))
+    if _PREAMBLE.match(text):
+        found.append(Finding(kind="form", code="preamble", detail="the output starts with a preamble"))
+    if fmt != "tags" and _tells_past_story(unquoted, lex):
+        found.append(Finding(kind="form", code="past_tense",
+                             detail="the output tells a story in the past tense"))
+    found += _language_findings(prompt, text, language)
+    found += _length_findings(text, min_words, max_words)
+    return found
+
+
+_SPEECH_VERBS = re.compile(r"\b(?:say|says|said|saying|ask|asks|asked|shout|shouts|shouted|yell|yells|"
+                           r"yelled|whisper|whispers|whispered|reply|replies|replied|exclaim|exclaims|"
+                           r"exclaimed|call|calls|called|cry|cries|cried|tell|tells|told)\b", re.I)
+
+
+def _is_speech(quote: str, text: str) -> bool:
+    """Quoted speech, not a title or sign: it ends a sentence inside the quotes, or a speech
+    verb stands right beside it."""
+    if re.search(r"[!?.,]$", quote.strip()):
+        return True
+    at = text.find(quote)
+    around = text[max(0, at - 40): at] + " " + text[at + len(quote): at + len(quote) + 30]
+    return bool(_SPEECH_VERBS.search(around))
+
+
+def _without_quotes(text: str) -> str:
+    out = text.replace("’", "'")
+    for q in quoted_spans(out):
+        out = out.replace(q, "")
+    return out
+
+
+def _tells_past_story(text: str, lex: Lexicon) -> bool:
+    """Past-tense narration: "she walked", "he said", "it was" outnumber present forms."""
+    ws = _WORD.findall(text.lower())
+    past = present = 0
+    for prev, word in zip([""] + ws, ws):
+        if word in _PAST_BE:
+            past += 1
+        elif word in _PRESENT_BE:
+            present += 1
+        elif prev in _PRONOUN:
+            if _is_past_form(word, lex):
+                past += 1
+            elif word.endswith("s") and lex.verb_lemma(word):
+                present += 1
+    return past >= 2 and past > present
+
+
+def _is_past_form(word: str, lex: Lexicon) -> bool:
+    lemma = lex.verb_lemma(word)
+    if lemma is None or lemma == word:
+        return False
+    return word.endswith("ed") or not word.endswith(("s", "ing"))
+
+
+def _language_findings(prompt: str, text: str, language: str) -> list[Finding]:
+    got = detect_language(text)
+    if language == "english" and got not in ("en", "other"):
+        return [Finding(kind="form", code="language", detail=f"the output is not in English ({got})")]
+    if language == "keep" and got not in ("en", "other", detect_language(prompt)):
+        return [Finding(kind="form", code="language",
+                        detail=f"the output is in neither English nor the prompt's language ({got})")]
+    return []
+
+
+def _length_findings(text: str, min_words: int | None, max_words: int | None) -> list[Finding]:
+    n = count_words(text)
+    low, high = LENGTH_SLACK
+    if min_words and n < min_words * low:
+        return [Finding(kind="form", code="length", detail=f"the output is too short ({n} words; "
+                        f"the profile wants {min_words}-{max_words})")]
+    if max_words and n > max_words * high:
+        return [Finding(kind="form", code="length", detail=f"the output is too long ({n} words; "
+                        f"the profile wants {min_words}-{max_words})")]
+    return []

@@ -1,0 +1,219 @@
+"""WordNet-derived word knowledge for the faithfulness assessment.
+
+Reads ``data/lexicon.json.gz`` (made by ``tools/build_lexicon.py`` from
+Princeton WordNet 3.1; its license is inside the file and in the data card)
+once per process and answers: the noun lemma of a word, its senses (most
+frequent first) and their hypernyms, whether a noun names a salient entity
+(person, animal, vehicle, creature), colour families, derivational links and
+whether one noun licenses another (synonym, more specific or more general
+term, a gloss that names it, a derived form).
+
+Not here: reading sentences (``mentions``) or judging a text (``assess``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["Lexicon", "lexicon"]
+
+_DATA = Path(__file__).with_name("data") / "lexicon.json.gz"
+# plural endings and what replaces them (WordNet's morphy rules for nouns)
+_NOUN_SUFFIXES = (("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
+                  ("men", "man"), ("ies", "y"), ("s", ""))
+_VERB_SUFFIXES = (("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"),
+                  ("ing", ""), ("s", ""))
+# camera words and words whose everyday use is not an entity, though WordNet's first sense is
+# ("drone shot", "a joyful spirit", "inviting someone to sit")
+NOT_SALIENT = frozenset({"drone", "spirit", "soul", "someone", "somebody", "anyone", "anybody",
+                         "everyone", "everybody", "nobody", "self", "adult", "individual",
+                         "viewer", "observer", "onlooker"})
+
+
+class Lexicon:
+    """Lookups over the shipped WordNet extract; build one with ``lexicon()``."""
+
+    def __init__(self, data: dict) -> None:
+        self._nouns: dict[str, list[int]] = data["nouns"]
+        self._hypernyms: list[list[int]] = data["hypernyms"]
+        self._lexnames: list[str] = data["lexnames"]
+        self._noun_dominant = frozenset(data["noun_dominant"])
+        self._verbs = frozenset(data["verbs"])
+        self._verb_dominant = frozenset(data["verb_dominant"])
+        self._other_words = frozenset(data["other_words"])
+        self._salient: dict[str, str] = data["salient"]
+        self._gloss: dict[str, list[str]] = data["gloss_words"]
+        self._derived: dict[str, list[str]] = data["derived"]
+        self.colors: dict[str, str] = data["colors"]
+        self._exceptions: dict[str, str] = data["exceptions"]
+        self.license: str = data["license"]
+
+    # -- words -----------------------------------------------------------------------------
+    def noun_lemma(self, word: str) -> str | None:
+        """The noun lemma of ``word`` ("men" -> "man", "foxes" -> "fox"), None when not a noun."""
+        word = word.lower()
+        base = self._exceptions.get(word)
+        if base in self._nouns:
+            return base
+        if word in self._nouns:
+            return word
+        for suffix, repl in _NOUN_SUFFIXES:
+            if word.endswith(suffix) and len(word) > len(suffix) + 1:
+                base = word[: -len(suffix)] + repl
+                if base in self._nouns:
+                    return base
+        return None
+
+    def verb_lemma(self, word: str) -> str | None:
+        """The verb lemma of ``word`` ("skiing" -> "ski", "rode" -> "ride"), None when not a verb."""
+        word = word.lower()
+        if word in self._verbs:
+            return word
+        base = self._exceptions.get(word)
+        if base in self._verbs:
+            return base
+        for suffix, repl in _VERB_SUFFIXES:
+            if word.endswith(suffix) and len(word) > len(suffix) + 1:
+                base = word[: -len(suffix)] + repl
+                if base in self._verbs:
+                    return base
+                if len(base) > 2 and base[-1] == base[-2] and base[:-1] in self._verbs:
+                    return base[:-1]                      # running -> run
+        return None
+
+    def is_noun(self, lemma: str) -> bool:
+        """True for a noun lemma that is used mostly as a noun (not "run", "stop")."""
+        return lemma in self._nouns and lemma in self._noun_dominant
+
+    def is_verb(self, lemma: str) -> bool:
+        return lemma in self._verbs
+
+    def mostly_verb(self, lemma: str) -> bool:
+        """A verb lemma used at least as often as a verb as a noun ("graze", "sit")."""
+        return lemma in self._verb_dominant
+
+    def knows(self, word: str) -> bool:
+        """True when ``word`` is any English word the lexicon holds (noun, verb, adjective, adverb)."""
+        w = word.lower()
+        return bool(self.noun_lemma(w) or self.verb_lemma(w) or w in self._other_words)
+
+    def lexname(self, lemma: str) -> str | None:
+        """WordNet's lexicographer file of the first sense ("noun.animal", "noun.artifact")."""
+        senses = self._nouns.get(lemma)
+        return self._lexnames[senses[0]] if senses else None
+
+    def salient_class(self, lemma: str) -> str | None:
+        """"person", "animal", "vehicle" or "creature" for a noun naming such an entity."""
+        return None if lemma in NOT_SALIENT else self._salient.get(lemma)
+
+    def salient_lemmas(self) -> dict[str, str]:
+        """Every salient noun lemma and its class."""
+        return {w: c for w, c in self._salient.items() if w not in NOT_SALIENT}
+
+    def salient_forms(self) -> dict[str, str]:
+        """Surface forms of the salient lemmas (lemma, plurals) -> lemma, for vocabulary scans."""
+        if not hasattr(self, "_forms"):
+            forms = {}
+            for lemma in self.salient_lemmas():
+                for form in _plurals(lemma):
+                    if self.noun_lemma(form) == lemma:
+                        forms[form] = lemma
+            forms.update((w, b) for w, b in self._exceptions.items() if b in self._salient and w not in forms)
+            self._forms = forms
+        return self._forms
+
+    def color_family(self, word: str) -> str | None:
+        return self.colors.get(word.lower())
+
+    # -- senses ------------------------------------------------------------------------------
+    def main_senses(self, lemma: str) -> tuple[int, ...]:
+        """The senses of ``lemma`` that licensing considers: the first, and others in its
+        lexicographer file (a cat the animal, not a cat the jazz fan)."""
+        senses = self._nouns.get(lemma, [])
+        if not senses:
+            return ()
+        first = self._lexnames[senses[0]]
+        return tuple(s for i, s in enumerate(senses) if i == 0 or self._lexnames[s] == first)
+
+    @lru_cache(maxsize=65536)
+    def ancestors(self, sense: int) -> frozenset[int]:
+        """``sense`` and all its hypernyms."""
+        out = {sense}
+        for parent in self._hypernyms[sense]:
+            out |= self.ancestors(parent)
+        return frozenset(out)
+
+    def licenses(self, given: str, other: str) -> bool:
+        """True when a prompt that names ``given`` allows a text to name ``other``: the same
+        word, a synonym, a more specific or more general term (first senses), a group of the
+        other's class ("crowd" -> "man"), or a gloss that names the other within one class
+        ("kitten": "young domestic cat")."""
+        if given == other:
+            return True
+        a, b = self.main_senses(given), self.main_senses(other)
+        if a and b:
+            if a[0] in b or b[0] in a:                                   # synonyms
+                return True
+            if a[0] in self.ancestors(b[0]) or b[0] in self.ancestors(a[0]):
+                return True
+        cls = self.salient_class(other)
+        if cls and cls == self.salient_class(given):
+            if self.lexname(given) == "noun.group":
+                return True
+            return given in self._gloss.get(other, ()) or other in self._gloss.get(given, ())
+        return False
+
+    def gloss_names(self, lemma: str, given) -> bool:
+        """True when the gloss of ``lemma``'s first sense names one of ``given`` (content words)."""
+        return bool((set(self._gloss.get(lemma, ())) & set(given)) - _GLOSS_STOPWORDS)
+
+    def agent_of(self, verb: str, other: str) -> bool:
+        """True when ``other`` names who does ``verb`` ("ski" -> "skier", "ride" -> "rider")."""
+        return verb in self._derived.get(other, ())
+
+    def related(self, given: str, other: str, hops: int = 2) -> bool:
+        """A looser match for things (not salient entities): first senses within ``hops``
+        hypernym steps of a common ancestor ("ocean" and "sea"), or one word's stem in the
+        other ("skateboard", "skateboarding")."""
+        if len(given) >= 5 and len(other) >= 5 and (given.startswith(other) or other.startswith(given)):
+            return True
+        a, b = self.main_senses(given), self.main_senses(other)
+        if not a or not b:
+            return False
+        return bool(self._near(a[0], hops) & self._near(b[0], hops))
+
+    def _near(self, sense: int, hops: int) -> set[int]:
+        out, frontier = {sense}, {sense}
+        for _ in range(hops):
+            frontier = {p for s in frontier for p in self._hypernyms[s]}
+            out |= frontier
+        return out
+
+
+def _plurals(lemma: str) -> tuple[str, ...]:
+    out = [lemma, lemma + "s", lemma + "es"]
+    if lemma.endswith("y"):
+        out.append(lemma[:-1] + "ies")
+    if lemma.endswith("man"):
+        out.append(lemma[:-3] + "men")
+    return tuple(out)
+
+
+_GLOSS_STOPWORDS = frozenset("a an the of or and in on to for with by as at from that which who is are".split())
+_LOCK = threading.Lock()
+_INSTANCE: Lexicon | None = None
+
+
+def lexicon() -> Lexicon:
+    """The shared ``Lexicon``, loaded on first use (~0.3 s)."""
+    global _INSTANCE
+    if _INSTANCE is None:
+        with _LOCK:
+            if _INSTANCE is None:
+                with gzip.open(_DATA, "rt", encoding="utf-8") as f:
+                    _INSTANCE = Lexicon(json.load(f))
+    return _INSTANCE

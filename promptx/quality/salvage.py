@@ -1,0 +1,46 @@
+"""Keep a good prompt whose only flaw is a few sentences: drop the sentences that an
+assessment's findings point at (a sentence that adds a subject, addresses the reader,
+quotes speech or talks to the user), so one stray sentence does not cost a new attempt.
+
+Not here: deciding whether the rest is good (the caller assesses it again).
+"""
+
+from __future__ import annotations
+
+import re
+
+from promptx.validate import talking_to_user
+
+from .assessment import Assessment
+from .lexicon import lexicon
+
+__all__ = ["drop_offending_sentences"]
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？])\s+")
+_DROPPABLE = frozenset({"second_person", "dialogue", "talks_to_user"})
+
+
+def drop_offending_sentences(text: str, assessment: Assessment) -> str:
+    """``text`` without the sentences the findings name; "" when nothing would be left, and
+    ``text`` unchanged when a finding cannot be mended by dropping sentences."""
+    if any(f.kind in ("lost", "contradiction") for f in assessment.findings):
+        return text
+    codes = {f.code for f in assessment.findings}
+    if codes - _DROPPABLE and not all(f.kind == "added_subject" or f.code in _DROPPABLE
+                                      for f in assessment.findings):
+        return text
+    added = {w for f in assessment.findings if f.kind == "added_subject" for w in f.words}
+    kept = [s for s in _SENTENCE_BREAK.split(text.strip()) if not _offends(s, added, codes)]
+    return " ".join(kept)
+
+
+def _offends(sentence: str, added: set[str], codes: set[str]) -> bool:
+    lex = lexicon()
+    low = sentence.lower()
+    if "second_person" in codes and re.search(r"\byou(?:r|rs|rself)?\b", low):
+        return True
+    if "dialogue" in codes and re.search(r"[\"“”]", sentence):
+        return True
+    if "talks_to_user" in codes and talking_to_user(sentence):
+        return True
+    return any(lex.noun_lemma(w) in added for w in re.findall(r"[a-z]+", low))

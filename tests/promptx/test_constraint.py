@@ -1,0 +1,129 @@
+"""The decoding constraint on the real tokenizer and model: what it masks, and that a
+constrained speculative decode equals the constrained plain decode (greedy, fp32) and
+keeps the constrained distribution (sampling, chi-square)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.autoregressive import decode_autoregressive
+from engine.drafter import Drafter, DrafterConfig
+from engine.sampling import SamplingParams, TokenMask, next_token_distribution, sample_token
+from engine.speculative import TreeConfig, decode_speculative, verify_pass
+from engine.stats import DecodeStats
+from engine.stopping import StopChecker
+from engine.tree import DraftTree
+from engine.verify import verify_sampling
+from promptx.quality.constraint import DecodingConstraint, VocabularyIndex
+from tests.engine.test_speculative import chi_square_p_value
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def vocab(fp32_model):
+    _, tok = fp32_model
+    return tok, VocabularyIndex(tok.token_texts())
+
+
+def banned_texts(vocab, prompt, context=None):
+    tok, index = vocab
+    ids = index.banned_ids(DecodingConstraint.for_prompt(prompt, context))
+    return {tok.token_texts()[i] for i in ids}, ids
+
+
+def test_the_mask_holds_back_unlicensed_subjects_pronouns_and_quotes(vocab):
+    banned, _ = banned_texts(vocab, "a cat on a skateboard")
+    assert {" dog", " man", " woman", " you", " your", '"'} <= banned
+    assert not {" cat", " kitten", " cats", " skateboard", " street", " camera", " light"} & banned
+
+
+def test_the_mask_allows_what_the_prompt_licenses(vocab):
+    banned, _ = banned_texts(vocab, "a person walking on a busy street")
+    assert not {" man", " woman", " people", " pedestrians", " cars"} & banned
+    assert " dog" in banned
+    banned, _ = banned_texts(vocab, 'a sign that says "OPEN" for you')
+    assert not {'"', " you"} & banned
+    banned, _ = banned_texts(vocab, "make it winter", context="a golden retriever in a garden")
+    assert not {" dog", " retriever"} & banned
+
+
+@pytest.fixture(scope="module")
+def drafter(fp32_model):
+    model, _ = fp32_model
+    torch.manual_seed(99)
+    config = DrafterConfig.for_target(model.config, window=64, draft_vocab_size=4096)
+    draft = Drafter(config)
+    draft.set_vocab_map(torch.arange(4096))
+    return draft.attach(model).eval()
+
+
+PROMPTS = ["a cat on a skateboard", "a red car by the sea", "a lighthouse in a storm"]
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_constrained_greedy_speculative_equals_constrained_plain(fp32_model, vocab, drafter, prompt):
+    model, tok = fp32_model
+    _, ids_banned = banned_texts(vocab, prompt)
+    mask = TokenMask(ids_banned)
+    # the drafter is steered towards banned tokens: its proposals must be rejected every time
+    params = SamplingParams(max_new_tokens=64, repetition_penalty=1.1, banned=mask)
+    ids = tok.encode_chat([{"role": "user", "content": f"Describe a video of {prompt} with people."}])
+    stop = StopChecker(tok.eos_token_ids, params.max_new_tokens)
+    plain = list(decode_autoregressive(model, ids, params, stop))
+    for config in (TreeConfig.chain(4), TreeConfig(budget=16, max_depth=5, top_k=4)):
+        stop = StopChecker(tok.eos_token_ids, params.max_new_tokens)
+        spec = [t for c in decode_speculative(model, drafter, ids, params, stop, DecodeStats(), config) for t in c]
+        assert spec == plain
+    assert not set(plain) & set(mask.ids)
+    free = list(decode_autoregressive(model, ids, SamplingParams(max_new_tokens=64, repetition_penalty=1.1),
+                                      StopChecker(tok.eos_token_ids, 64)))
+    if set(free) & set(mask.ids):
+        assert free != plain          # the mask changed what an unconstrained decode wrote
+
+
+def test_sampling_with_a_mask_follows_the_masked_distribution(fp32_model):
+    model, tok = fp32_model
+    ids = tok.encode_chat([{"role": "user", "content": "Describe a dog in a park."}])
+    logits = model(torch.tensor([ids]), model.new_cache(len(ids) + 4)).logits[0, -1]
+    free = SamplingParams(temperature=1.0, top_p=0.95)
+    top = next_token_distribution(logits, [], free).topk(4).indices.tolist()
+    mask = TokenMask(top[:2])                       # ban the two likeliest tokens
+    params = SamplingParams(temperature=1.0, top_p=0.95, banned=mask)
+    p = next_token_distribution(logits, [], params)
+    assert float(p[top[0]]) == 0.0 and float(p[top[1]]) == 0.0 and abs(float(p.sum()) - 1) < 1e-5
+    generator = torch.Generator().manual_seed(3)
+    n = 3000
+    counts: dict[int, int] = {}
+    for _ in range(n):
+        t = sample_token(logits, [], params, generator)
+        counts[t] = counts.get(t, 0) + 1
+    assert chi_square_p_value(counts, {i: float(v) for i, v in enumerate(p) if v > 0}, n) > 1e-3
+
+
+def test_tree_verification_with_a_mask_keeps_the_masked_distribution(fp32_model):
+    """Children that include banned tokens: sampled verification never accepts them and its
+    first token follows the masked target distribution."""
+    model, tok = fp32_model
+    ids = tok.encode_chat([{"role": "user", "content": "Describe a cat in a garden."}])
+    cache = model.new_cache(len(ids) + 16)
+    model(torch.tensor([ids[:-1]]), cache)
+    cache.commit(len(ids) - 1)
+    root = ids[-1]
+    free = SamplingParams(temperature=0.9, top_p=0.95)
+    root_p = next_token_distribution(model(torch.tensor([[root]]), cache).logits[0, -1], [], free)
+    first = root_p.topk(4).indices.tolist()
+    mask = TokenMask(first[:2])
+    params = SamplingParams(temperature=0.9, top_p=0.95, banned=mask)
+    tree = DraftTree(torch.tensor(first), torch.full((4,), -1), -torch.arange(4.0))
+    logits, _ = verify_pass(model, cache, root, tree)
+    generator = torch.Generator().manual_seed(0)
+    n = 3000
+    counts: dict[int, int] = {}
+    for _ in range(n):
+        token = verify_sampling(tree, logits, [], params, generator).tokens[0]
+        counts[token] = counts.get(token, 0) + 1
+    assert not set(counts) & set(mask.ids)
+    p = next_token_distribution(logits[0], [], params)
+    assert chi_square_p_value(counts, {i: float(v) for i, v in enumerate(p) if v > 0}, n) > 1e-3

@@ -1,0 +1,254 @@
+"""promptx.quality: one case per finding (with a faithful rewrite that passes), the labelled
+pairs of tests/data/faithfulness, and assessing many texts in a row."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from promptx.quality import KINDS, Assessment, assess
+from promptx.quality.constraint import DecodingConstraint, VocabularyIndex
+from promptx.quality.salvage import drop_offending_sentences
+from promptx.template_registry import default_registry
+
+LABELS_DIR = Path(__file__).resolve().parents[1] / "data" / "faithfulness"
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+LABEL_FIELDS = {"id", "source", "target", "label", "kinds", "why"}
+
+CAT = "a cat sleeping on a sofa"
+# a faithful rewrite of CAT inside the video budget (60-120 words)
+CAT_VIDEO = ("A cat sleeps on a soft sofa, its tail curled around its paws. Soft light falls across "
+             "the scene as the camera glides slowly forward, revealing fine texture, gentle motion and "
+             "a calm, cinematic mood with natural colors and shallow depth of field, while a light "
+             "breeze stirs the air and the shot holds steady for a long, quiet moment before the "
+             "frame fades.")
+CAT_CHINESE = ("一只猫蜷缩在柔软的沙发上安静地睡觉，午后的阳光透过窗户洒在它的毛上，尾巴轻轻摆动，"
+               "镜头缓慢推进，画面温暖而宁静，背景是一间舒适的客厅，书架上摆满了书，窗帘随风轻轻飘动。")
+LAKE = "a mountain lake at dawn"
+LAKE_TEXT = "A calm mountain lake at dawn, mist drifting over the still water below snowy peaks."
+FOREST = "a quiet forest clearing"
+STREET = "a busy street at night"
+
+
+@lru_cache(maxsize=None)
+def profile(name: str | None):
+    return default_registry().get(name) if name else None
+
+
+def codes(prompt: str, text: str, profile_name: str | None = None, **kw) -> dict[str, str]:
+    """code -> kind of every finding of ``assess``."""
+    return {f.code: f.kind for f in assess(prompt, text, profile(profile_name), **kw).findings}
+
+
+# (kind, code, prompt, unfaithful output, faithful output, profile)
+FINDING_PAIRS = [
+    ("lost", "lost_subject", "a dog running on the beach",
+     "Waves roll onto the empty beach at sunset, foam glittering under a pink sky.",
+     "A dog runs along the beach at sunset, paws splashing in the shallow surf.", None),
+    ("lost", "lost_color", "a red car parked on a street",
+     "A car parked on a quiet street, its chrome catching the morning light.",
+     "A crimson car parked on a quiet street, its chrome catching the morning light.", None),
+    ("lost", "lost_quote", 'a shop sign that reads "OPEN"',
+     "A wooden shop sign hangs above the door, its painted letters glowing in the dusk.",
+     'A wooden shop sign that reads "OPEN" hangs above the door, glowing in the dusk.', None),
+    ("lost", "lost_relation", "a cup to the left of a book",
+     "A white ceramic cup and a thick hardcover book rest on a wooden desk in soft light.",
+     "A white ceramic cup sits to the left of a thick hardcover book on a wooden desk.", None),
+    ("added_subject", "added_person", LAKE,
+     "A calm mountain lake at dawn, a woman standing on the shore as mist drifts over the water.",
+     LAKE_TEXT, None),
+    ("added_subject", "added_animal", LAKE,
+     "A calm mountain lake at dawn, a deer standing on the shore as mist drifts over the water.",
+     LAKE_TEXT, None),
+    ("added_subject", "added_vehicle", LAKE,
+     "A calm mountain lake at dawn, a truck parked on the shore as mist drifts over the water.",
+     LAKE_TEXT, None),
+    ("added_subject", "added_animal", "a cat sitting on a windowsill",   # a second main subject
+     "A cat and a dog sit together on a sunny windowsill.",
+     "A tabby cat sits on a sunny windowsill, watching the rain.", None),
+    ("added_subject", "added_animal", FOREST,                               # seen, not only heard
+     "A quiet forest clearing, sunlight filtering through the leaves as birds fly overhead.",
+     "A quiet forest clearing, sunlight filtering through the leaves while birds chirp in the canopy.",
+     None),
+    ("added_subject", "added_person", STREET,                   # a person with a story of her own
+     "A busy street at night where a woman waits alone under a flickering streetlamp.",
+     "A busy street at night, pedestrians crossing under neon signs while traffic streams past.", None),
+    ("added_subject", "added_person", "a quiet town square",
+     "A quiet town square where a man sits on the edge of the fountain.",
+     "A quiet town square with a statue of a man on horseback at its center.", None),
+    ("contradiction", "color", "a woman with silver hair",
+     "A woman with dark hair stands by a window in soft afternoon light.",
+     "A woman with long silver hair stands by a window in soft afternoon light.", None),
+    ("contradiction", "count", "three apples on a table",
+     "A single apple rests on a rustic wooden table in warm window light.",
+     "Three shiny apples rest on a rustic wooden table in warm window light.", None),
+    ("form", "second_person", CAT,
+     "You can see a cat sleeping on a soft sofa, its tail curled around its paws.",
+     "A cat sleeps on a soft sofa, its tail curled around its paws.", None),
+    ("form", "dialogue", "a woman standing in a kitchen",
+     'A woman stands in a sunlit kitchen and turns around. "Breakfast is ready" she says softly.',
+     'A woman stands in a sunlit kitchen beside a sign reading "FRESH BREAD".', None),
+    ("form", "past_tense", "a man walking through a forest",
+     "A man walked through the forest. He stopped by a stream and he looked up at the trees, "
+     "and the wind was cold.",
+     "A man walks through the forest, stops by a stream and looks up at the tall trees.", None),
+    ("form", "preamble", CAT,
+     "Sure! Here is an enhanced prompt: a cat sleeps on a soft sofa, its tail curled around its paws.",
+     "A cat sleeps on a soft sofa, its tail curled around its paws.", None),
+    ("form", "language", CAT, CAT_CHINESE, CAT_VIDEO, "video"),
+    ("form", "length", CAT, "A cat sleeps on a sofa.", CAT_VIDEO, "video"),
+]
+PAIR_IDS = [f"{code}-{i}" for i, (_, code, *_rest) in enumerate(FINDING_PAIRS)]
+
+
+@pytest.mark.parametrize(("kind", "code", "prompt", "bad", "good", "name"), FINDING_PAIRS, ids=PAIR_IDS)
+def test_unfaithful_output_gets_the_finding(kind, code, prompt, bad, good, name):
+    found = codes(prompt, bad, name)
+    assert found.get(code) == kind, found
+    assert assess(prompt, bad, profile(name)).verdict == "fail"
+
+
+@pytest.mark.parametrize(("kind", "code", "prompt", "bad", "good", "name"), FINDING_PAIRS, ids=PAIR_IDS)
+def test_faithful_rewrite_of_the_same_prompt_passes(kind, code, prompt, bad, good, name):
+    result = assess(prompt, good, profile(name))
+    assert (result.verdict, result.reasons()) == ("pass", [])
+
+
+# synonyms, more specific words, implied background, camera words, depicted and heard things
+FAITHFUL = [
+    ("a dog running on the beach", "A scruffy golden puppy races along the beach in the surf.", None),
+    ("a dog running in a field", "A golden retriever runs through a grassy field.", None),
+    ("an animal drinking from a river", "A red fox drinks from a clear river at dawn.", None),
+    (CAT, "A kitten sleeps on a sofa in soft light.", None),
+    ("a person walking in the rain",
+     "A young woman walks through the rain under a black umbrella, puddles rippling at her feet.", None),
+    (STREET, "A busy street at night, crowds of people and taxis passing under neon signs.", None),
+    ("a highway at night", "A highway at night, cars streaming past in ribbons of red and white light.", None),
+    ("skiing down a snowy slope", "A skier carves down the snowy slope, spraying powder.", None),
+    ("a city skyline at sunset", "A drone shot sweeps over the city skyline at sunset, then settles "
+     "into a bird's-eye view of the rooftops.", None),
+    ("a garden with roses", "A garden full of roses, a painting of a horse on the shed wall.", None),
+    ("two dogs playing in the snow", "A pair of dogs play in the fresh snow, leaping through drifts.", None),
+    ("portrait of a woman, red dress", "portrait of a woman, red dress, elegant pose, soft studio "
+     "lighting, bokeh, 85mm lens, high detail, sharp focus, masterpiece, best quality, film grain", "sdxl"),
+    ("一只猫在沙发上睡觉", CAT_CHINESE, "wan-t2v"),      # "keep": the prompt's language is fine
+]
+
+
+@pytest.mark.parametrize(("prompt", "text", "name"), FAITHFUL)
+def test_faithful_enhancements_pass(prompt, text, name):
+    result = assess(prompt, text, profile(name))
+    assert (result.verdict, result.reasons()) == ("pass", [])
+
+
+def test_language_policy_keep_and_its_override():
+    assert codes(CAT, CAT_CHINESE, "wan-t2v") == {"language": "form"}   # English prompt: neither
+    assert codes("一只猫在沙发上睡觉", CAT_CHINESE, "video") == {"language": "form"}
+    assert codes("一只猫在沙发上睡觉", CAT_CHINESE, "video", language="keep") == {}
+
+
+def test_image_profile_judges_added_subjects_only_when_the_image_is_described():
+    prompt = "the camera slowly zooms in"
+    text = ("The camera slowly zooms in as a man steps out of the doorway and a dog runs past, "
+            "light shifting across the scene and the wind stirring the dust.")
+    assert codes(prompt, text, "image-to-video") == {}
+    assert codes(prompt, text, "image-to-video", context="a man standing in a doorway") == {
+        "added_animal": "added_subject"}
+
+
+def test_assessment_api():
+    result = assess("a red car parked on a street", "A blue car parked on a street.")
+    assert isinstance(result, Assessment) and not result.passed
+    assert result.kinds() == {"contradiction"} and result.kinds() <= set(KINDS)
+    assert "car" in result.kept and result.reasons() == [str(f) for f in result.findings]
+    assert codes(CAT, "") == {"empty": "form"}
+
+
+def test_salvage_drops_only_the_sentence_that_adds_a_subject():
+    text = "A calm mountain lake at dawn. A deer drinks at the shore. Mist drifts over the still water."
+    salvaged = drop_offending_sentences(text, assess(LAKE, text))
+    assert salvaged == "A calm mountain lake at dawn. Mist drifts over the still water."
+    assert assess(LAKE, salvaged).passed
+    lost = assess("a red boat on a lake", LAKE_TEXT)
+    assert drop_offending_sentences(LAKE_TEXT, lost) == LAKE_TEXT     # cannot be mended
+
+
+def test_decoding_constraint_bans_what_the_assessment_would_reject():
+    index = VocabularyIndex([" cat", " dog", " you", '"', " sofa", " cats", " dogs", "dog"])
+    assert index.banned_ids(DecodingConstraint.for_prompt("a cat on a sofa")) == (1, 2, 3, 6)
+    assert index.banned_ids(DecodingConstraint.for_prompt('you and your dog say "hi"')) == (0, 5)
+
+
+# -- the labelled pairs -------------------------------------------------------------------
+
+def label_rows() -> list[dict]:
+    return [json.loads(line) for path in sorted(LABELS_DIR.glob("labels_*.jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@lru_cache(maxsize=None)
+def reference_lines(file: str) -> list[str]:
+    return (SHARED_DATA / file).read_text(encoding="utf-8").splitlines()
+
+
+def row_text(row: dict, field: str) -> str:
+    """``prompt`` or ``output`` of a row, read from ../shared/data for reference rows."""
+    if field in row:
+        return row[field]
+    ref = row[f"{field}_ref"]
+    return reference_lines(ref["file"])[ref["line"] - 1]
+
+
+def test_every_label_row_validates():
+    rows = label_rows()
+    assert len(rows) > 300
+    ids = [row["id"] for row in rows]
+    assert len(ids) == len(set(ids)), "duplicate ids"
+    registry = default_registry()
+    for row in rows:
+        assert LABEL_FIELDS <= set(row), row["id"]
+        assert row["label"] in ("accept", "reject"), row["id"]
+        assert set(row["kinds"]) <= set(KINDS), row["id"]
+        assert (row["kinds"] == []) == (row["label"] == "accept"), row["id"]
+        registry.get(row["target"])
+        for field in ("prompt", "output"):
+            ref = row.get(f"{field}_ref")
+            assert (field in row) != (ref is not None), (row["id"], field)
+            if ref is not None:
+                assert ref["file"].startswith("prompts/") and ref["line"] >= 1, row["id"]
+                if SHARED_DATA.is_dir():
+                    assert ref["line"] <= len(reference_lines(ref["file"])), row["id"]
+
+
+def test_labelled_pairs_precision_and_recall_of_reject():
+    rows = label_rows()
+    if any("prompt_ref" in row or "output_ref" in row for row in rows) and not SHARED_DATA.is_dir():
+        pytest.skip(f"reference rows need {SHARED_DATA}")
+    tp = fp = fn = tn = 0
+    for row in rows:
+        result = assess(row_text(row, "prompt"), row_text(row, "output"),
+                        profile(row["target"]), context=row.get("image"))
+        rejected, should = result.verdict == "fail", row["label"] == "reject"
+        tp += rejected and should
+        fp += rejected and not should
+        fn += should and not rejected
+        tn += not rejected and not should
+    precision, recall, accuracy = tp / (tp + fp), tp / (tp + fn), (tp + tn) / len(rows)
+    print(f"\nfaithfulness labels: n={len(rows)} precision={precision:.3f} "
+          f"recall={recall:.3f} accuracy={accuracy:.3f}")
+    # measured today: precision ~0.79, recall ~0.75; the project goal of 0.9 for both is not met
+    # yet, so these floors only guard against regressions
+    assert precision >= 0.75
+    assert recall >= 0.70
+
+
+def test_assessing_many_texts_in_a_row_completes():
+    # throughput is measured elsewhere: the project forbids timed tests
+    rows = [row for row in label_rows() if "prompt" in row][:50]
+    results = [assess(row["prompt"], row["output"], profile(row["target"]), context=row.get("image"))
+               for row in rows]
+    assert len(results) == 50
+    assert all(r.verdict in ("pass", "fail") for r in results)
