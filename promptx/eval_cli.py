@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -134,7 +135,7 @@ def eval_command(prompt_file, target, reference, reference_name, no_promptx, cap
         raise click.UsageError("--no-promptx needs --reference")
     enhancer = Enhancer(model, quiet=as_json)
     rows: list[dict] = []
-    with click.progressbar(specs, label="assessing", file=click.get_text_stream("stderr")) as bar:
+    with click.progressbar(specs, label="assessing", file=sys.stderr) as bar:
         for i, spec in enumerate(bar):
             name = spec.task or target
             profile = enhancer.profile(name)
