@@ -33,6 +33,7 @@ class ChatTokenizer:
         self.eos_token = _token_text(config.get("eos_token"))
         self.bos_token = _token_text(config.get("bos_token"))
         self.eos_token_ids = self._eos_ids(model_dir)
+        self._token_texts: list[str] | None = None
 
     @staticmethod
     def _read_chat_template(model_dir: Path, config: dict) -> str | None:
@@ -65,7 +66,7 @@ class ChatTokenizer:
 
     def token_texts(self) -> list[str]:
         """The text of every token id decoded alone, leading space included (" dog")."""
-        if not hasattr(self, "_token_texts"):
+        if self._token_texts is None:
             self._token_texts = self._tok.decode_batch([[i] for i in range(self.vocab_size)],
                                                        skip_special_tokens=False)
         return self._token_texts

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .errors import InvalidInputError
@@ -36,7 +37,7 @@ class EnhanceRequest:
     system_prompt: str | None
     constrain: bool = True
 
-    @property
+    @cached_property
     def constraint(self):
         """The decoding constraint of this request (None when turned off)."""
         if not self.constrain or not self.prompt and not self.caption:

@@ -18,8 +18,8 @@ from collections import Counter
 from promptx.cleanup import STOPWORDS, count_words, cut_repetition
 from promptx.language import detect_language, is_cjk_char
 
-__all__ = ["check_output", "degenerate_problem", "drop_sentences_to_user", "quoted_spans", "subject_words",
-           "talking_to_user"]
+__all__ = ["check_output", "degenerate_problem", "drop_sentences_to_user", "quoted_spans", "subject_problem",
+           "subject_words", "talking_to_user"]
 
 # Words that describe the picture rather than what is in it, and edit verbs:
 # they never count as the subject.
@@ -181,7 +181,8 @@ def _is_cjk_lang(text: str) -> bool:
     return detect_language(text) in ("zh", "ja", "ko")
 
 
-def _subject_problem(original: str, text: str) -> str | None:
+def subject_problem(original: str, text: str) -> str | None:
+    """Why ``text`` lost the subject of ``original`` (see ``check_output``), None when kept."""
     if _is_cjk_lang(original):
         if not _is_cjk_lang(text):
             return None  # translated by the profile: no lexical comparison possible
@@ -254,7 +255,7 @@ def check_output(original: str, text: str, *, task: str, fmt: str, min_words: in
         for q in quoted_spans(original):
             if re.sub(r"\s+", " ", q) not in flat:
                 problems.append(f'quoted text "{q}" from the prompt is missing from the output')
-        subject = _subject_problem(original, t)
+        subject = subject_problem(original, t)
         if subject:
             problems.append(subject)
     degenerate = degenerate_problem(t)

@@ -18,7 +18,7 @@ import re
 
 from promptx.cleanup import STOPWORDS
 from promptx.language import detect_language
-from promptx.validate import quoted_spans
+from promptx.validate import quoted_spans, subject_problem
 
 from .assessment import Assessment, Finding
 from .form import form_findings
@@ -74,10 +74,14 @@ def assess(prompt: str, text: str, profile=None, *, context: str | None = None,
         source, output = mentions(words(prompt), lex), mentions(out_words, lex)
         kept, lost = _kept_subjects(source, output, out_words, lex)
         findings += lost
-        findings += _attribute_findings(source, output, text, lex)
+        findings += _attribute_findings(source, output, out_words, lex)
         findings += _relation_findings(prompt, text)
         if not unseen_image:
             findings += _added_subjects(output, out_words, Licence.of(prompt, context, lex), lex)
+    elif text.strip() and prompt.strip():
+        lost = subject_problem(prompt, text)       # CJK on both sides: characters must survive
+        if lost:
+            findings.append(Finding(kind="lost", code="lost_subject", detail=lost))
     return Assessment(verdict="fail" if findings else "pass", findings=findings, kept=kept)
 
 
@@ -138,10 +142,10 @@ def _same_family(a: set[str], b: set[str]) -> bool:
     return any(x in group and y in group for group in _SAME_COLOR for x in a for y in b)
 
 
-def _attribute_findings(source, output, text, lex) -> list[Finding]:
+def _attribute_findings(source, output, out_words, lex) -> list[Finding]:
     """Colours and counts of the prompt's nouns: kept, or contradicted."""
     findings: list[Finding] = []
-    text_colors = {color_of(w.text, lex) for w in words(text)} - {None}
+    text_colors = {color_of(w.text, lex) for w in out_words} - {None}
     for m in source:
         same = [o for o in output if o.lemma == m.lemma or _matches(m.lemma, o.lemma, lex)]
         if m.colors:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 from .lexicon import Lexicon, lexicon
 from .licensing import Licence
@@ -28,6 +27,7 @@ __all__ = ["DecodingConstraint", "VocabularyIndex"]
 _SECOND_PERSON = frozenset("you your yours yourself yourselves".split())
 _QUOTE_MARKS = ('"', "“", "”", "«", "»", "「", "『")
 _WORD_TOKEN = re.compile(r"^ ([A-Za-z]+)$")
+_CACHED_CONSTRAINTS = 256           # retries and batches of one request reuse its ids
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class VocabularyIndex:
         self.salient: dict[tuple[str, bool], list[int]] = {}      # (lemma, plural) -> ids
         self.second_person: list[int] = []
         self.quotes: list[int] = []
+        self._banned: dict[DecodingConstraint, tuple[int, ...]] = {}
         forms = self._lex.salient_forms()
         for tid, text in enumerate(token_texts):
             if any(q in text for q in _QUOTE_MARKS):
@@ -73,8 +74,12 @@ class VocabularyIndex:
                 self.salient.setdefault((lemma, word != lemma), []).append(tid)
 
     def banned_ids(self, constraint: DecodingConstraint) -> tuple[int, ...]:
-        """Token ids the constrained output may not emit."""
-        return _banned(self, constraint)
+        """Token ids the constrained output may not emit (computed once per constraint)."""
+        if constraint not in self._banned:
+            if len(self._banned) >= _CACHED_CONSTRAINTS:
+                self._banned.pop(next(iter(self._banned)))
+            self._banned[constraint] = self._compute(constraint)
+        return self._banned[constraint]
 
     def _compute(self, constraint: DecodingConstraint) -> tuple[int, ...]:
         ids: list[int] = []
@@ -87,8 +92,3 @@ class VocabularyIndex:
         if constraint.quotes:
             ids += self.quotes
         return tuple(sorted(ids))
-
-
-@lru_cache(maxsize=256)
-def _banned(index: VocabularyIndex, constraint: DecodingConstraint) -> tuple[int, ...]:
-    return index._compute(constraint)

@@ -51,6 +51,7 @@ class Lexicon:
         self.colors: dict[str, str] = data["colors"]
         self._exceptions: dict[str, str] = data["exceptions"]
         self.license: str = data["license"]
+        self._forms: dict[str, str] | None = None
 
     # -- words -----------------------------------------------------------------------------
     def noun_lemma(self, word: str) -> str | None:
@@ -61,12 +62,7 @@ class Lexicon:
             return base
         if word in self._nouns:
             return word
-        for suffix, repl in _NOUN_SUFFIXES:
-            if word.endswith(suffix) and len(word) > len(suffix) + 1:
-                base = word[: -len(suffix)] + repl
-                if base in self._nouns:
-                    return base
-        return None
+        return _strip_suffix(word, self._nouns, _NOUN_SUFFIXES)
 
     def verb_lemma(self, word: str) -> str | None:
         """The verb lemma of ``word`` ("skiing" -> "ski", "rode" -> "ride"), None when not a verb."""
@@ -76,14 +72,7 @@ class Lexicon:
         base = self._exceptions.get(word)
         if base in self._verbs:
             return base
-        for suffix, repl in _VERB_SUFFIXES:
-            if word.endswith(suffix) and len(word) > len(suffix) + 1:
-                base = word[: -len(suffix)] + repl
-                if base in self._verbs:
-                    return base
-                if len(base) > 2 and base[-1] == base[-2] and base[:-1] in self._verbs:
-                    return base[:-1]                      # running -> run
-        return None
+        return _strip_suffix(word, self._verbs, _VERB_SUFFIXES, undouble=True)
 
     def is_noun(self, lemma: str) -> bool:
         """True for a noun lemma that is used mostly as a noun (not "run", "stop")."""
@@ -116,7 +105,7 @@ class Lexicon:
 
     def salient_forms(self) -> dict[str, str]:
         """Surface forms of the salient lemmas (lemma, plurals) -> lemma, for vocabulary scans."""
-        if not hasattr(self, "_forms"):
+        if self._forms is None:
             forms = {}
             for lemma in self.salient_lemmas():
                 for form in _plurals(lemma):
@@ -192,6 +181,19 @@ class Lexicon:
             frontier = {p for s in frontier for p in self._hypernyms[s]}
             out |= frontier
         return out
+
+
+def _strip_suffix(word: str, known, suffixes, *, undouble: bool = False) -> str | None:
+    """The first ``known`` base left by replacing one of ``suffixes`` (WordNet's morphy);
+    ``undouble`` also tries the base without a doubled last letter (running -> run)."""
+    for suffix, repl in suffixes:
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            base = word[: -len(suffix)] + repl
+            if base in known:
+                return base
+            if undouble and len(base) > 2 and base[-1] == base[-2] and base[:-1] in known:
+                return base[:-1]
+    return None
 
 
 def _plurals(lemma: str) -> tuple[str, ...]:

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from engine.autoregressive import decode_autoregressive
-from engine.drafter import Drafter, DrafterConfig
 from engine.sampling import SamplingParams, TokenMask, next_token_distribution, sample_token
 from engine.speculative import TreeConfig, decode_speculative, verify_pass
 from engine.stats import DecodeStats
@@ -16,7 +15,7 @@ from engine.stopping import StopChecker
 from engine.tree import DraftTree
 from engine.verify import verify_sampling
 from promptx.quality.constraint import DecodingConstraint, VocabularyIndex
-from tests.engine.test_speculative import chi_square_p_value
+from tests.engine.test_speculative import chi_square_p_value, drafter  # noqa: F401  (the random-drafter fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -47,16 +46,6 @@ def test_the_mask_allows_what_the_prompt_licenses(vocab):
     assert not {'"', " you"} & banned
     banned, _ = banned_texts(vocab, "make it winter", context="a golden retriever in a garden")
     assert not {" dog", " retriever"} & banned
-
-
-@pytest.fixture(scope="module")
-def drafter(fp32_model):
-    model, _ = fp32_model
-    torch.manual_seed(99)
-    config = DrafterConfig.for_target(model.config, window=64, draft_vocab_size=4096)
-    draft = Drafter(config)
-    draft.set_vocab_map(torch.arange(4096))
-    return draft.attach(model).eval()
 
 
 PROMPTS = ["a cat on a skateboard", "a red car by the sea", "a lighthouse in a storm"]

@@ -134,13 +134,14 @@ def test_enhance_many_batches_and_matches_one_by_one(model_dir, fp32_model):
     from promptx.backends.embedded import EmbeddedBackend
 
     backend = EmbeddedBackend.__new__(EmbeddedBackend)
-    backend.source, backend.model_name = None, "embedded-test"
+    backend.source, backend.model_name, backend._vocabulary_index = None, "embedded-test", None
     backend.generator = Generator(*fp32_model)
     backend.generator.drafter = random_drafter(backend.generator.model)
     batched_calls = []
     original = backend.generate_many
     backend.generate_many = lambda requests: batched_calls.append(len(requests)) or original(requests)
-    enhancer = promptx.Enhancer(backend=backend)
+    # first attempts only: whether a retry follows depends on the assessment, not on batching
+    enhancer = promptx.Enhancer(backend=backend, retries=0)
     prompts = ["a red car", "a heron fishing at dawn"]
     many = enhancer.enhance_many(prompts, "video", temperature=0, max_new_tokens=32)
     assert batched_calls == [2]

@@ -252,3 +252,13 @@ def test_assessing_many_texts_in_a_row_completes():
                for row in rows]
     assert len(results) == 50
     assert all(r.verdict in ("pass", "fail") for r in results)
+
+
+def test_a_chinese_prompt_keeps_its_subject_in_a_chinese_output():
+    profile = default_registry().get("wan-t2v")
+    kept = ("一只橘色的猫稳稳地站在滑板上，沿着阳光明媚的街道滑行，尾巴高高翘起，镜头低角度跟随拍摄，"
+            "背景是两旁的商店橱窗和绿树，暖色调的午后光线洒在猫的毛发上，画面生动活泼，充满动感和趣味。")
+    lost = ("一只小狗在海边奔跑，阳光明媚，镜头缓缓推进，画面温暖柔和，细节丰富，背景是蓝色的大海和白色的沙滩，"
+            "海浪轻轻拍打着岸边，远处的天空很蓝，整个画面充满了活力和自由的感觉，非常美丽动人。")
+    assert assess("一只猫在滑板上", kept, profile).passed
+    assert "lost_subject" in {f.code for f in assess("一只猫在滑板上", lost, profile).findings}
