@@ -24,7 +24,7 @@ from .assessment import Assessment, Finding
 from .form import form_findings
 from .lexicon import Lexicon, lexicon
 from .licensing import Licence
-from .mentions import Mention, color_of, mentions, words
+from .mentions import PICTURE_WORDS, Mention, color_of, mentions, words
 
 __all__ = ["assess"]
 
@@ -32,11 +32,6 @@ __all__ = ["assess"]
 _CONCRETE = frozenset({"noun.animal", "noun.artifact", "noun.person", "noun.food", "noun.plant",
                        "noun.object", "noun.body", "noun.substance", "noun.location",
                        "noun.phenomenon", "noun.shape"})
-# nouns that describe the picture, not what is in it
-_PICTURE_WORDS = frozenset("""photo photograph picture image shot scene video clip footage view frame
-    still camera lens style background foreground closeup close-up angle render painting drawing
-    illustration art artwork portrait landscape wallpaper time lapse timelapse motion quality detail
-    light lighting color colour side top front bottom left right middle center centre home""".split())
 # spatial relations: how the prompt says it, and the words that keep it in the output
 _RELATIONS = {
     "left": (r"\b(?:to|on|at) the left\b|\bleft of\b", ("left",)),
@@ -101,7 +96,7 @@ def _subject_nouns(source: list[Mention], lex: Lexicon) -> list[Mention]:
     """The prompt's concrete nouns, first mention of each."""
     seen, out = set(), []
     for m in source:
-        if (m.lemma in seen or m.lemma in _PICTURE_WORDS or m.lemma in STOPWORDS
+        if (m.lemma in seen or m.lemma in PICTURE_WORDS or m.lemma in STOPWORDS
                 or m.modifier and not lex.salient_class(m.lemma)):
             continue
         if lex.lexname(m.lemma) in _CONCRETE or lex.salient_class(m.lemma):

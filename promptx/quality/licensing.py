@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from promptx.cleanup import STOPWORDS
 
 from .lexicon import Lexicon
-from .mentions import words
+from .mentions import PICTURE_WORDS, words
 
 __all__ = ["Licence"]
 
@@ -59,8 +59,8 @@ class Licence:
         unknown = False
         ws = words(f"{prompt} . {context or ''}")
         for i, w in enumerate(ws):
-            if w.text in STOPWORDS:
-                continue
+            if w.text in STOPWORDS or (w.text in PICTURE_WORDS and not w.text.endswith("ing")):
+                continue                   # "a tableau", "a still frame" license no one ("painting" may)
             given.add(w.text)
             noun, verb = lex.noun_lemma(w.text), lex.verb_lemma(w.text)
             if noun:
@@ -82,7 +82,8 @@ class Licence:
             return True
         if (self.unknown_subject and lemma in CLASS_WORDS) or lemma in DESCRIPTORS:
             return True
-        if lex.salient_class(lemma) == "vehicle" and lex.gloss_names(lemma, self.given | self.activities):
+        doing = {w for w in self.given if w.endswith("ing")} | self.activities
+        if lex.salient_class(lemma) == "vehicle" and lex.gloss_names(lemma, doing):
             return True                                   # sailing -> "a small sailing vessel"
         cls = lex.salient_class(lemma)
         if cls == "person" and self.people_place:

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 from .lexicon import Lexicon
 
-__all__ = ["Mention", "Word", "mentions", "words"]
+__all__ = ["PICTURE_WORDS", "Mention", "Word", "mentions", "words"]
+
+# nouns that describe the picture, not what is in it
+PICTURE_WORDS = frozenset("""photo photograph picture image shot scene video clip footage view frame
+    still camera lens style background foreground closeup close-up angle render painting drawing
+    illustration art artwork portrait landscape wallpaper time lapse timelapse motion quality detail
+    light lighting color colour side top front bottom left right middle center centre home tableau""".split())
 
 _TOKEN = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*|\d+|[.!?;:,()\"“”«»]")
 _PHRASE_END = frozenset(".!?;:,()")
