@@ -23,7 +23,7 @@ from promptx.validate import quoted_spans, subject_problem
 from .assessment import Assessment, Finding
 from .form import form_findings
 from .lexicon import Lexicon, lexicon
-from .licensing import Licence
+from .licensing import PERSON_PRONOUNS, Licence
 from .mentions import PICTURE_WORDS, Mention, color_of, mentions, words
 
 __all__ = ["assess"]
@@ -176,6 +176,11 @@ def _relation_findings(prompt: str, text: str) -> list[Finding]:
 
 def _added_subjects(output: list[Mention], ws, licence: Licence, lex: Lexicon) -> list[Finding]:
     added: dict[str, str] = {}
+    if not licence.animate:
+        for w in ws:
+            if w.text in PERSON_PRONOUNS and not w.quoted:
+                added[w.text] = "person"
+                break
     for m in output:
         cls = lex.salient_class(m.lemma)
         if not cls or m.modifier or m.depicted or m.quoted or m.lemma in added:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from .lexicon import Lexicon, lexicon
-from .licensing import Licence
+from .licensing import PERSON_PRONOUNS, Licence
 
 __all__ = ["DecodingConstraint", "VocabularyIndex"]
 
@@ -55,6 +55,7 @@ class VocabularyIndex:
         self._lex = lex or lexicon()
         self.salient: dict[tuple[str, bool], list[int]] = {}      # (lemma, plural) -> ids
         self.second_person: list[int] = []
+        self.person_pronouns: list[int] = []
         self.quotes: list[int] = []
         self._banned: dict[DecodingConstraint, tuple[int, ...]] = {}
         forms = self._lex.salient_forms()
@@ -68,6 +69,9 @@ class VocabularyIndex:
             word = m.group(1).lower()
             if word in _SECOND_PERSON:
                 self.second_person.append(tid)
+                continue
+            if word in PERSON_PRONOUNS:
+                self.person_pronouns.append(tid)
                 continue
             lemma = forms.get(word)
             if lemma and self._lex.is_noun(lemma):
@@ -87,6 +91,8 @@ class VocabularyIndex:
             for (lemma, plural), tids in self.salient.items():
                 if not constraint.licence.allows(lemma, self._lex, plural=plural):
                     ids += tids
+            if not constraint.licence.animate:
+                ids += self.person_pronouns
         if constraint.second_person:
             ids += self.second_person
         if constraint.quotes:

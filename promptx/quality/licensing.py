@@ -16,8 +16,10 @@ from promptx.cleanup import STOPWORDS
 from .lexicon import Lexicon
 from .mentions import PICTURE_WORDS, words
 
-__all__ = ["Licence"]
+__all__ = ["PERSON_PRONOUNS", "Licence"]
 
+# pronouns that bring a person into a prompt that has no one to refer to
+PERSON_PRONOUNS = frozenset("he she him her his hers himself herself".split())
 # places whose pictures have anonymous people in them ("a busy street" -> passers-by)
 PEOPLE_PLACES = frozenset("""street road city town village market marketplace bazaar square plaza
     festival concert party parade station platform airport mall shop store stadium arena restaurant
@@ -37,7 +39,7 @@ BACKGROUND_TRAFFIC = frozenset("car traffic vehicle bus taxi cab boat".split())
 # what a text may call a subject the lexicon does not know ("Gwen Stacy", "a bigfoot")
 CLASS_WORDS = frozenset("""person man woman girl boy lady guy child creature animal beast being
     character figure""".split())
-# what a text may call any subject ("a bigfoot" -> "the creature"): a descriptor, never new
+# what a text may call a subject the prompt has ("a bigfoot" -> "the creature"); never a new one
 DESCRIPTORS = frozenset("creature being beast figure character".split())
 
 
@@ -51,6 +53,11 @@ class Licence:
     traffic_place: bool
     unknown_subject: bool        # a full name ("Gwen Stacy") or a word the lexicon does not know
     has_subject: bool            # it names a salient entity
+
+    @property
+    def animate(self) -> bool:
+        """Someone may be called "she" or "he": a person, animal, creature, name or busy place."""
+        return self.has_subject or self.unknown_subject or self.people_place
 
     @classmethod
     def of(cls, prompt: str, context: str | None, lex: Lexicon) -> "Licence":
@@ -80,7 +87,7 @@ class Licence:
             return True
         if any(lex.agent_of(v, lemma) for v in self.activities):
             return True
-        if (self.unknown_subject and lemma in CLASS_WORDS) or lemma in DESCRIPTORS:
+        if (self.unknown_subject and lemma in CLASS_WORDS) or (self.has_subject and lemma in DESCRIPTORS):
             return True
         doing = {w for w in self.given if w.endswith("ing")} | self.activities
         if lex.salient_class(lemma) == "vehicle" and lex.gloss_names(lemma, doing):

@@ -38,6 +38,13 @@ def test_the_mask_holds_back_unlicensed_subjects_pronouns_and_quotes(vocab):
     assert not {" cat", " kitten", " cats", " skateboard", " street", " camera", " light"} & banned
 
 
+def test_person_pronouns_are_masked_only_where_no_one_may_be_meant(vocab):
+    banned, _ = banned_texts(vocab, "In a still frame, a stop sign")
+    assert {" she", " he", " her", " his"} <= banned
+    banned, _ = banned_texts(vocab, "a cat on a skateboard")
+    assert not {" she", " her", " his"} & banned
+
+
 def test_the_mask_allows_what_the_prompt_licenses(vocab):
     banned, _ = banned_texts(vocab, "a person walking on a busy street")
     assert not {" man", " woman", " people", " pedestrians", " cars"} & banned

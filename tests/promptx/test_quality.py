@@ -262,3 +262,14 @@ def test_a_chinese_prompt_keeps_its_subject_in_a_chinese_output():
             "海浪轻轻拍打着岸边，远处的天空很蓝，整个画面充满了活力和自由的感觉，非常美丽动人。")
     assert assess("一只猫在滑板上", kept, profile).passed
     assert "lost_subject" in {f.code for f in assess("一只猫在滑板上", lost, profile).findings}
+
+
+def test_a_pronoun_brings_a_person_into_a_prompt_with_no_one_in_it():
+    profile = default_registry().get("video")
+    text = ("A quiet barn at dawn with hay bales stacked by the open doors and light falling across the "
+            "dusty floor. She walks slowly between the stalls, brushing the wooden posts with her hand, as "
+            "the camera follows from behind and pigeons settle on the beams above in warm golden light.")
+    found = assess("a barn at dawn", text, profile).findings
+    assert any(f.code == "added_person" and "she" in f.words for f in found)
+    cat = text.replace("a barn", "a cat in a barn")
+    assert not any(f.code == "added_person" for f in assess("a cat in a barn at dawn", cat, profile).findings)
