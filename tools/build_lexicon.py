@@ -29,8 +29,9 @@ CLASS_ROOTS = {"person": [("person", "human")], "animal": [("animal", "organism"
                "creature": [("monster", "imaginary"), ("automaton", "mechanism"),
                             ("android", "robot")]}
 # lexicographer files whose nouns are salient even outside the roots (dragon, ghost: noun.person)
-# group nouns whose gloss also says "things" ("a large number of things or people")
-GROUP_SUPPLEMENT = {"crowd": "person", "throng": "person", "mob": "person"}
+# group nouns whose gloss also says "things" ("a large number of things or people"), and
+# "figure", whose first sense is a number but which prompts use for a person ("a lone figure")
+SUPPLEMENT = {"crowd": "person", "throng": "person", "mob": "person", "figure": "person"}
 # (noun.animal also files animal body parts: tail, paw, hoof)
 LEXNAME_CLASS = {"noun.person": "person"}
 # group nouns (noun.group) whose gloss names members of a class stand for that class
@@ -118,6 +119,11 @@ def pos_counts(path: Path) -> dict[str, dict[str, int]]:
     return counts
 
 
+def _without_asides(gloss: str) -> str:
+    """A gloss without its parenthesised asides ("(as opposed to a man)", "(plural)")."""
+    return re.sub(r"\([^)]*\)", " ", gloss)
+
+
 def descendants(synsets: dict, roots: list[str]) -> set[str]:
     children = defaultdict(list)
     for off, s in synsets.items():
@@ -169,7 +175,7 @@ def main(wordnet_dir: str) -> None:
         if lexname in LEXNAME_CLASS:
             class_of[off] = LEXNAME_CLASS[lexname]
         elif lexname == "noun.group":
-            head = re.findall(r"[a-z]+", s["gloss"].split("(")[0].lower())[:6]
+            head = re.findall(r"[a-z]+", _without_asides(s["gloss"]).lower())[:6]
             gloss = set(head)
             if gloss & {"things", "objects", "thing", "community", "assemblage"}:
                 continue                   # "a formation of people or things", "a community of"
@@ -183,8 +189,8 @@ def main(wordnet_dir: str) -> None:
         c = counts.get(lemma, {})
         cls = class_of.get(offs[0])
         if not c.get("n", 0):          # no corpus counts: the class most senses share
-            classes = [class_of.get(o) for o in offs]
-            cls = max(set(classes), key=classes.count) if any(classes) else None
+            classes = [class_of[o] for o in offs if o in class_of]
+            cls = max(sorted(set(classes)), key=classes.count) if classes else None
         other = c.get("v", 0) + c.get("a", 0) + c.get("r", 0)
         proper = all(synsets[offs[0]]["keys"].get((lemma, k), True) for (w, k) in synsets[offs[0]]["keys"]
                      if w == lemma)
@@ -193,7 +199,7 @@ def main(wordnet_dir: str) -> None:
         evidence = c.get("n", 0) > 0 or 2 * sum(bool(class_of.get(o)) for o in offs) > len(offs)
         if cls and other <= 2 * c.get("n", 0) + 1 and not proper and not adjective and evidence:
             salient[lemma] = cls
-    salient.update(GROUP_SUPPLEMENT)
+    salient.update(SUPPLEMENT)
 
     def related_words(offset: str) -> list[str]:
         out = set()
@@ -203,8 +209,8 @@ def main(wordnet_dir: str) -> None:
                 out.update(w for w in table[target]["words"] if WORD.match(w))
         return sorted(out)
 
-    gloss_words = {lemma: sorted(set(re.findall(r"[a-z]+", synsets[nouns[lemma][0]]["gloss"].split("(")[0].lower())))
-                   for lemma in salient}
+    gloss_words = {lemma: sorted(set(re.findall(r"[a-z]+", _without_asides(synsets[nouns[lemma][0]]["gloss"])
+                                                .lower()))) for lemma in salient}
     derived = {lemma: related_words(nouns[lemma][0]) for lemma in salient}
 
     color_root = descendants(synsets, index["chromatic_color"] + index["achromatic_color"])
@@ -237,8 +243,8 @@ def main(wordnet_dir: str) -> None:
         derived=derived, colors=colors, exceptions=exceptions,
     )
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(OUT, "wt", encoding="utf-8", compresslevel=9) as f:
-        json.dump(lexicon, f, separators=(",", ":"), sort_keys=True)
+    data = json.dumps(lexicon, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    OUT.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))     # same input, same bytes
     print(f"{OUT}: {len(nouns)} nouns, {len(order)} synsets, {len(salient)} salient "
           f"({', '.join(f'{c} {sum(v == c for v in salient.values())}' for c in CLASS_ROOTS)}), "
           f"{len(colors)} colour words, {OUT.stat().st_size / 1e6:.2f} MB")
