@@ -23,7 +23,7 @@ from .backends.base import Backend, GenerationOptions, GenerationOutput
 from .backends.batcher import RequestBatcher
 from .cleanup import clean_output
 from .errors import InvalidInputError
-from .profiles import Profile
+from .profiles import Profile, count_words
 from .render import render_messages
 from .request import EnhanceRequest
 from .result import EnhancedPrompt, EnhanceStats
@@ -144,7 +144,7 @@ class Enhancer:
             else:
                 output = self._generate(messages, request, seed, on_delta if attempt == 0 else None)
             totals.add(output)
-            text, assessment = self._postprocess(request, output.text)
+            text, assessment = self._postprocess(request, _joined(request.opening, output.text))
             if assessment.passed:
                 return request.result(text, totals.stats(self.backend, attempt + 1, output), assessment)
         reason = "; ".join(assessment.reasons()) if assessment else "no attempt"
@@ -158,7 +158,8 @@ class Enhancer:
                                  repetition_penalty=request.profile.repetition_penalty,
                                  max_new_tokens=request.max_new_tokens, seed=seed,
                                  speculative=request.speculative,
-                                 max_words=request.profile.length.max_words + WORD_MARGIN,
+                                 max_words=request.profile.length.max_words + WORD_MARGIN
+                                 - count_words(request.opening),
                                  constraint=request.constraint)
 
     def _generate(self, messages, request: EnhanceRequest, seed: int, on_delta) -> GenerationOutput:
@@ -168,9 +169,11 @@ class Enhancer:
         with self._lock:                  # a backend that does not batch gets one call at a time
             run = self.backend.start(messages, self._options(request, seed))
             try:
+                first = True
                 for delta in run:
-                    if on_delta is not None:
-                        on_delta(delta)
+                    if on_delta is not None:      # the stream shows the answer with its opening
+                        on_delta(_joined(request.opening, delta) if first else delta)
+                    first = False
                 return run.output
             finally:
                 run.close()
@@ -197,9 +200,21 @@ class Enhancer:
 
 
 def _messages(request: EnhanceRequest):
-    return render_messages(request.profile, request.prompt, image_facts=request.image_facts,
-                           caption=request.caption, style=request.style, language=request.language,
-                           system_prompt=request.system_prompt)
+    messages = render_messages(request.profile, request.prompt, image_facts=request.image_facts,
+                               caption=request.caption, style=request.style, language=request.language,
+                               system_prompt=request.system_prompt)
+    if request.opening:
+        messages.append({"role": "assistant", "content": request.opening})
+    return messages
+
+
+def _joined(opening: str, continuation: str) -> str:
+    """The answer: its opening and what the model wrote after it."""
+    if not opening:
+        return continuation
+    if continuation[:1].isalnum():
+        return f"{opening} {continuation}"
+    return opening + continuation
 
 
 class _StreamClosed(Exception):

@@ -117,7 +117,7 @@ def _row(source, spec, target, profile, text, assessment, *, fallback=False, lat
               help="Someone else's enhanced prompts for the same inputs, line-aligned.")
 @click.option("--reference-name", default="reference", show_default=True, help="Its name in the table.")
 @click.option("--no-promptx", is_flag=True, help="Assess only the reference (no model is loaded).")
-@click.option("--caption", help="Caption of the input image for i2v/i2i lines without an image.")
+@click.option("--caption", help="Caption of the input image for i2v/i2i lines with neither image nor caption.")
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N prompts.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--model", help="Model directory or .gguf file (default: the embedded model).")
@@ -139,7 +139,7 @@ def eval_command(prompt_file, target, reference, reference_name, no_promptx, cap
         for i, spec in enumerate(bar):
             name = spec.task or target
             profile = enhancer.profile(name)
-            context = caption if profile.wants_image and not spec.image else None
+            context = spec.caption or (caption if profile.wants_image and not spec.image else None)
             if not no_promptx:
                 options = dict(seed=seed, image=spec.image, caption=context)
                 result = enhancer.enhance(spec.text, name, **options)

@@ -109,6 +109,9 @@ class Profile(_Strict):
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     top_p: float = Field(default=0.9, gt=0.0, le=1.0)
     repetition_penalty: float = Field(default=1.1, ge=1.0, le=2.0)
+    #: "prompt": the answer starts with the user's own words, which the model continues
+    #: (keeps the subject where a small model would drift); "free": the model starts it
+    opening: Literal["free", "prompt"] = "free"
 
     @property
     def wants_image(self) -> bool:

@@ -6,7 +6,8 @@ Three formats, told apart by ``detect_format`` (or chosen explicitly):
   from the caller (``promptx bench --target``).
 - ``jsonl``: one JSON object per line with ``prompt`` (string), optional
   ``task`` (a target profile name or alias such as ``video``, ``t2v``,
-  ``i2v``) and optional ``image`` (a path, relative to the file's folder).
+  ``i2v``), optional ``image`` (a path, relative to the file's folder) and
+  optional ``caption`` (what the input image shows, in words).
 - ``specbench``: Spec-Bench's ``question.jsonl``, objects with ``turns`` (a
   non-empty list of strings) and ``category``; only the first turn is used,
   sent as raw chat without an enhancement template.
@@ -38,6 +39,7 @@ class PromptSpec:
     source: str                    # "file:line", for messages and the report
     task: str | None = None        # target profile or alias (jsonl); None = the caller's default
     image: Path | None = None      # input image (jsonl, i2v/i2i targets)
+    caption: str | None = None     # what the input image shows (jsonl, i2v/i2i targets)
     category: str | None = None    # Spec-Bench category
     raw_chat: bool = False         # True: send ``text`` as the user turn, no template
 
@@ -97,7 +99,8 @@ def _jsonl_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
     image = _optional_str(path, lineno, obj, "image")
     image_path = None if image is None else (path.parent / image).expanduser()
     return PromptSpec(text=prompt.strip(), source=f"{path}:{lineno}",
-                      task=_optional_str(path, lineno, obj, "task"), image=image_path)
+                      task=_optional_str(path, lineno, obj, "task"), image=image_path,
+                      caption=_optional_str(path, lineno, obj, "caption"))
 
 
 def _specbench_prompt(path: Path, lineno: int, line: str) -> PromptSpec:

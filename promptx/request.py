@@ -48,6 +48,17 @@ class EnhanceRequest:
         subjects = not (self.profile.wants_image and not self.caption)
         return DecodingConstraint.for_prompt(self.prompt, self.caption, subjects=subjects)
 
+    @cached_property
+    def opening(self) -> str:
+        """The start of the answer that the model continues ('' when the profile lets it start):
+        the user's own words, so that the text begins with their subject."""
+        if self.profile.opening != "prompt" or not self.prompt or self.profile.format == "tags":
+            return ""
+        if self.wants_english and detect_language(self.prompt) != "en":
+            return ""                     # a translated answer cannot start with the original words
+        text = self.prompt.rstrip(" .,;:!")
+        return text[:1].upper() + text[1:]
+
     @classmethod
     def build(cls, profile: Profile, prompt: Any, *, image=None, caption: str | None = None,
               seed: int | None = None, temperature: float | None = None, max_new_tokens: int | None = None,

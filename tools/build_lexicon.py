@@ -31,12 +31,16 @@ CLASS_ROOTS = {"person": [("person", "human")], "animal": [("animal", "organism"
 # lexicographer files whose nouns are salient even outside the roots (dragon, ghost: noun.person)
 # group nouns whose gloss also says "things" ("a large number of things or people"), and
 # "figure", whose first sense is a number but which prompts use for a person ("a lone figure")
-SUPPLEMENT = {"crowd": "person", "throng": "person", "mob": "person", "figure": "person"}
+# and subjects WordNet files under a group or a people sense first (samurai, viking, alien)
+SUPPLEMENT = {"crowd": "person", "throng": "person", "mob": "person", "figure": "person",
+              "samurai": "person", "ninja": "person", "viking": "person", "elf": "creature",
+              "alien": "creature"}
 # (noun.animal also files animal body parts: tail, paw, hoof)
 LEXNAME_CLASS = {"noun.person": "person"}
 # group nouns (noun.group) whose gloss names members of a class stand for that class
 GROUP_MEMBERS = {"person": ("people", "persons", "person", "human", "individuals", "spectators",
-                            "members", "parents", "social", "pair", "players"),
+                            "members", "parents", "social", "pair", "players", "personnel",
+                            "workers", "employees"),
                  "animal": ("animals", "mammals", "cattle", "birds", "fish", "insects", "wolves")}
 # colour families: the chromatic/achromatic nouns under these lemmas' first sense
 COLOR_FAMILIES = ["red", "orange", "yellow", "green", "blue", "purple", "pink", "brown",
@@ -194,9 +198,15 @@ def main(wordnet_dir: str) -> None:
         other = c.get("v", 0) + c.get("a", 0) + c.get("r", 0)
         proper = all(synsets[offs[0]]["keys"].get((lemma, k), True) for (w, k) in synsets[offs[0]]["keys"]
                      if w == lemma)
+        # a demonym is capitalised in WordNet but a person in any prompt ("a young Frenchman")
+        gloss = synsets[offs[0]]["gloss"]
+        proper = proper and not ("nationality" in gloss or "native or inhabitant" in gloss)
         adjective = lemma in adjectives and c.get("a", 0) >= c.get("n", 0)
-        # without corpus counts the sense order is arbitrary: salient only if most senses are
-        evidence = c.get("n", 0) > 0 or 2 * sum(bool(class_of.get(o)) for o in offs) > len(offs)
+        # without corpus counts the sense order is only the lexicographers': salient if most
+        # senses are, or half of them for animals and vehicles (butterfly, leopard; person
+        # words at half are too often things: loafer, choker)
+        share = 2 * sum(bool(class_of.get(o)) for o in offs)
+        evidence = c.get("n", 0) > 0 or share > len(offs) or (share == len(offs) and cls in ("animal", "vehicle"))
         if cls and other <= 2 * c.get("n", 0) + 1 and not proper and not adjective and evidence:
             salient[lemma] = cls
     salient.update(SUPPLEMENT)

@@ -1,7 +1,9 @@
 """What a generation backend promises ``Enhancer``: chat messages in, text out.
 
 A backend streams text deltas through a ``GenerationRun``; once the run is
-exhausted its ``output`` holds the full text and statistics. Backends raise
+exhausted its ``output`` holds the full text and statistics. A chat whose last
+message is the assistant's asks for that message to be continued: the output
+holds only the continuation. Backends raise
 promptx errors (``BackendError``, ``PromptTooLongError``), never bare ones.
 """
 

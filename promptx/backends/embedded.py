@@ -65,7 +65,11 @@ class EmbeddedBackend:
         return self.generator.context_window
 
     def encode(self, messages: Messages) -> list[int]:
-        return self.generator.tokenizer.encode_chat(messages)
+        """The chat's token ids; a last assistant message is an opening the answer continues."""
+        tokenizer = self.generator.tokenizer
+        if messages and messages[-1]["role"] == "assistant":
+            return tokenizer.encode_chat(messages[:-1]) + tokenizer.encode(messages[-1]["content"])
+        return tokenizer.encode_chat(messages)
 
     def count_prompt_tokens(self, messages: Messages) -> int:
         return len(self.encode(messages))
@@ -79,6 +83,8 @@ class EmbeddedBackend:
     def _prefix_len(self, messages: Messages, prompt_ids: list[int]) -> int:
         """How many leading tokens every prompt with these earlier messages shares: the
         system prompt and examples before the last (user) message."""
+        if messages and messages[-1]["role"] == "assistant":
+            messages = messages[:-1]
         if len(messages) < 2 or self.generator.prefixes is None:
             return 0
         earlier = self.encode(messages[:-1])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from promptx.cleanup import STOPWORDS
-from promptx.language import detect_language
+from promptx.language import detect_language, has_cjk
 from promptx.validate import quoted_spans, subject_problem
 
 from .assessment import Assessment, Finding
@@ -69,11 +69,14 @@ def assess(prompt: str, text: str, profile=None, *, context: str | None = None,
         source, output = mentions(words(prompt), lex), mentions(out_words, lex)
         kept, lost = _kept_subjects(source, output, out_words, lex)
         findings += lost
-        findings += _attribute_findings(source, output, out_words, lex)
+        attributes = _attribute_findings(source, output, out_words, lex)
+        if profile is not None and profile.task == "i2i":   # an edit names the old colour and count too
+            attributes = [f for f in attributes if f.kind != "contradiction"]
+        findings += attributes
         findings += _relation_findings(prompt, text)
         if not unseen_image:
             findings += _added_subjects(output, out_words, Licence.of(prompt, context, lex), lex)
-    elif text.strip() and prompt.strip():
+    elif text.strip() and has_cjk(prompt) and has_cjk(text):
         lost = subject_problem(prompt, text)       # CJK on both sides: characters must survive
         if lost:
             findings.append(Finding(kind="lost", code="lost_subject", detail=lost))
@@ -82,7 +85,23 @@ def assess(prompt: str, text: str, profile=None, *, context: str | None = None,
 
 def _comparable(prompt: str, text: str) -> bool:
     """Lexical comparison needs English on both sides (a translation is judged on form only)."""
-    return detect_language(prompt) in ("en", "other") and detect_language(text) in ("en", "other")
+    return (detect_language(prompt) in ("en", "other") and detect_language(text) in ("en", "other")
+            and not _latin_foreign(prompt))
+
+
+# function words of the Latin-script languages prompts come in, that English does not use
+_FOREIGN_WORDS = frozenset("""der die das und den dem ein eine einer mit auf im vom zum zur le la les
+    et des du une sur avec dans el los las y del al una con en por para il lo gli di della nel con
+    os as uma um do da dos das em com no na""".split())
+_ENGLISH_WORDS = frozenset("the a an and of in on with at to by is are".split())
+
+
+def _latin_foreign(text: str) -> bool:
+    """A prompt in German, French, Spanish, Italian or Portuguese: its words are not English
+    nouns, so comparing them would call each article a lost subject."""
+    ws = re.findall(r"[a-zà-ÿ]+", text.lower())
+    foreign = sum(w in _FOREIGN_WORDS for w in ws)
+    return foreign >= 1 and foreign > sum(w in _ENGLISH_WORDS for w in ws)
 
 
 def _quote_findings(prompt: str, text: str) -> list[Finding]:
@@ -92,11 +111,18 @@ def _quote_findings(prompt: str, text: str) -> list[Finding]:
             for q in quoted_spans(prompt) if re.sub(r"\s+", " ", q) not in flat]
 
 
+_AGE = re.compile(r"^(?:[a-z0-9]+-)?year-olds?$")
+# salient only in a compound: a toy balloon is a thing, a hot air balloon a vehicle
+_COMPOUNDS = {("air", "balloon"): "vehicle", ("hot-air", "balloon"): "vehicle"}
+# "an empty beach with nobody around": nothing to keep
+_NEGATIVES = frozenset("nobody nothing none noone no-one".split())
+
+
 def _subject_nouns(source: list[Mention], lex: Lexicon) -> list[Mention]:
     """The prompt's concrete nouns, first mention of each."""
     seen, out = set(), []
     for m in source:
-        if (m.lemma in seen or m.lemma in PICTURE_WORDS or m.lemma in STOPWORDS
+        if (m.lemma in seen or m.lemma in PICTURE_WORDS or m.lemma in STOPWORDS or m.lemma in _NEGATIVES
                 or m.modifier and not lex.salient_class(m.lemma)):
             continue
         if lex.lexname(m.lemma) in _CONCRETE or lex.salient_class(m.lemma):
@@ -119,8 +145,10 @@ def _kept_subjects(source, output, out_words, lex) -> tuple[list[str], list[Find
     out_lemmas = {m.lemma for m in output}
     parts = {p for w in out_words for p in re.split(r"[-']", w.text) if len(p) >= 4}
     for m in _subject_nouns(source, lex):
+        # "skateboard" keeps "skateboarding" and back, but "bath" does not keep "bathroom"
         if (any(_matches(m.lemma, o, lex) for o in out_lemmas)
-                or any(p.startswith(m.lemma) or m.lemma.startswith(p) for p in parts if len(m.lemma) >= 4)):
+                or any(p.startswith(m.lemma) or m.lemma.startswith(p) and len(p) >= len(m.lemma) - 3
+                       for p in parts if len(m.lemma) >= 4)):
             kept.append(m.lemma)
         else:
             lost.append(m.lemma)
@@ -178,19 +206,20 @@ def _added_subjects(output: list[Mention], ws, licence: Licence, lex: Lexicon) -
     added: dict[str, str] = {}
     if not licence.animate:
         for w in ws:
-            if w.text in PERSON_PRONOUNS and not w.quoted:
-                added[w.text] = "person"
+            if (w.text in PERSON_PRONOUNS or _AGE.match(w.text)) and not w.quoted:
+                added[w.text] = "person"         # "she", "someone", "a 12-year-old"
                 break
     for m in output:
-        cls = lex.salient_class(m.lemma)
+        cls = lex.salient_class(m.lemma) or _COMPOUNDS.get((ws[m.position - 1].text if m.position else "", m.lemma))
         if not cls or m.modifier or m.depicted or m.quoted or m.lemma in added:
             continue
-        if not licence.allows(m.lemma, lex, plural=ws[m.position].text != m.lemma):
+        counted = m.count is not None and 1 < m.count < 10
+        if not licence.allows(m.lemma, lex, plural=ws[m.position].text != m.lemma, counted=counted):
             added[m.lemma] = cls
     if not added:
         return []
     return [Finding(kind="added_subject", code=f"added_{cls}", words=[w for w, c in added.items() if c == cls],
-                    detail=f"the output adds a {cls} the prompt does not have: "
+                    detail=f"the output adds {'an' if cls[0] in 'aeiou' else 'a'} {cls} the prompt does not have: "
                            + ", ".join(f'"{w}"' for w, c in added.items() if c == cls))
             for cls in dict.fromkeys(added.values())]
 

@@ -31,7 +31,31 @@ _VERB_SUFFIXES = (("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", "")
 # ("drone shot", "a joyful spirit", "inviting someone to sit")
 NOT_SALIENT = frozenset({"drone", "spirit", "soul", "someone", "somebody", "anyone", "anybody",
                          "everyone", "everybody", "nobody", "self", "adult", "individual",
-                         "viewer", "observer", "onlooker"})
+                         "viewer", "observer", "onlooker",
+                         # rarer senses that outrank the everyday one in prompts: a car's hood,
+                         # a knot in wood, a toy balloon, a camera dolly and slider, "giant waves"
+                         "hood", "knot", "wag", "slider", "dolly", "giant", "balloon",
+                         "commuter", "sentinel", "guardian", "witness", "staff",
+                         # animal or vehicle senses listed beside a more common thing or phrase
+                         # ("in tandem", a cardigan, a snowflake, an anemone flower)
+                         "cardigan", "comma", "snowflake", "skate", "sub", "sierra", "union",
+                         "cairn", "anemone", "shire", "kaki", "gib", "billy", "pompon", "embryo",
+                         "pest", "infestation", "sticktight", "eggbeater", "skyhook", "four-in-hand",
+                         "pricket", "tandem", "solitaire", "smelt", "applecart", "bandwagon",
+                         "screenland", "filmdom", "secretariat", "copartnership", "flattop",
+                         # objects in prompts far more often than people or animals: a hat band,
+                         # a crystal tumbler, a door knocker, a mason jar, a 1950s diner, beef stew
+                         "band", "tumbler", "coaster", "club", "speaker", "controller", "knocker",
+                         "sucker", "batter", "core", "sharper", "pupil", "wingback", "diner", "breed",
+                         "mason", "beef", "shaker", "planter", "sleeper", "rounder", "cob",
+                         "modernist", "siren", "skimmer"})
+
+
+# person words that say a sex: one never licenses a word of the other
+_SEX = {**dict.fromkeys("man boy guy gentleman male husband father son king prince grandfather "
+                        "uncle brother monk".split(), "m"),
+        **dict.fromkeys("woman girl lady female wife mother daughter queen princess grandmother "
+                        "aunt sister nun".split(), "f")}
 
 
 class Lexicon:
@@ -140,9 +164,11 @@ class Lexicon:
         """True when a prompt that names ``given`` allows a text to name ``other``: the same
         word, a synonym, a more specific or more general term (first senses), a group of the
         other's class ("crowd" -> "man"), or a gloss that names the other within one class
-        ("kitten": "young domestic cat")."""
+        ("kitten": "young domestic cat"). A man never stands for a woman, nor the reverse."""
         if given == other:
             return True
+        if _SEX.get(given, _SEX.get(other)) != _SEX.get(other, _SEX.get(given)):
+            return False                  # woman's gloss says "(as opposed to a man)"
         a, b = self.main_senses(given), self.main_senses(other)
         if a and b:
             if a[0] in b or b[0] in a:                                   # synonyms
@@ -150,7 +176,7 @@ class Lexicon:
             if a[0] in self.ancestors(b[0]) or b[0] in self.ancestors(a[0]):
                 return True
         cls = self.salient_class(other)
-        if cls and cls == self.salient_class(given):
+        if cls and cls == self._salient.get(given):     # a prompt's "band" still has musicians
             if self.lexname(given) == "noun.group":
                 return True
             return given in self._gloss.get(other, ()) or other in self._gloss.get(given, ())

@@ -19,23 +19,42 @@ from .mentions import PICTURE_WORDS, words
 __all__ = ["PERSON_PRONOUNS", "Licence"]
 
 # pronouns that bring a person into a prompt that has no one to refer to
-PERSON_PRONOUNS = frozenset("he she him her his hers himself herself".split())
+PERSON_PRONOUNS = frozenset("""he she him her his hers himself herself someone somebody anyone
+    anybody everyone everybody""".split())
 # places whose pictures have anonymous people in them ("a busy street" -> passers-by)
 PEOPLE_PLACES = frozenset("""street road city town village market marketplace bazaar square plaza
     festival concert party parade station platform airport mall shop store stadium arena restaurant
     cafe bar pub club office classroom school campus beach park playground pool gym crowd downtown
     sidewalk alley harbor harbour port pier boardwalk fair carnival museum gallery library church
     temple wedding game match race raceway theater theatre cinema subway metro train bus ferry
-    crosswalk intersection avenue boulevard nightclub casino courtyard""".split())
+    crosswalk intersection avenue boulevard nightclub casino courtyard promenade waterfront bund
+    esplanade embankment""".split())
 # places whose pictures have anonymous traffic in them ("a highway" -> cars)
 TRAFFIC_PLACES = frozenset("""street road highway freeway motorway city town intersection traffic
     downtown avenue boulevard bridge parking crossing crosswalk harbor harbour port marina canal
-    river pier tunnel""".split())
+    river pier tunnel waterfront bund""".split())
 # anonymous background words that a people place licenses even in the singular
 BACKGROUND_PEOPLE = frozenset("""people crowd pedestrian passerby passer-by commuter shopper
     tourist visitor patron customer spectator audience onlooker bystander traveler traveller
-    figure""".split())
+    vendor merchant seller stallholder guest diner""".split())
 BACKGROUND_TRAFFIC = frozenset("car traffic vehicle bus taxi cab boat".split())
+# who works a vehicle ("a truck" -> "the driver"), and which vehicle a role or an activity
+# brings ("a sailor", "sailing" -> "the boat"): WordNet links neither way
+CREW = {"driver": "car truck bus taxi cab van tractor train tram lorry jeep",
+        "rider": "horse bicycle bike motorcycle motorbike scooter",
+        "cyclist": "bicycle bike", "biker": "bicycle bike motorcycle motorbike",
+        "motorcyclist": "motorcycle motorbike", "jockey": "horse",
+        "sailor": "boat ship sailboat yacht", "captain": "boat ship yacht",
+        "pilot": "airplane plane aircraft jet helicopter", "astronaut": "spacecraft spaceship rocket"}
+VEHICLE_OF = {"sail": "boat sailboat yacht ship", "row": "boat rowboat canoe", "paddle": "canoe kayak boat",
+              "drive": "car truck", "cycle": "bicycle bike", "ride": "horse bicycle bike"}
+_VEHICLES_OF_ROLE = {role: frozenset(vehicles.split()) for role, vehicles in CREW.items()}
+_ROLES_OF_VEHICLE = {vehicle: frozenset(r for r, vs in _VEHICLES_OF_ROLE.items() if vehicle in vs)
+                     for vs in _VEHICLES_OF_ROLE.values() for vehicle in vs}
+_VEHICLES_OF_ACTIVITY = {verb: frozenset(vehicles.split()) for verb, vehicles in VEHICLE_OF.items()}
+# words that only say a person's sex or age: a prompt's ungendered person ("two friends",
+# "a child", "a sailor") may be described with them; "a woman" does not license "a man"
+GENDERED = frozenset("man woman boy girl lady guy gentleman male female".split())
 # what a text may call a subject the lexicon does not know ("Gwen Stacy", "a bigfoot")
 CLASS_WORDS = frozenset("""person man woman girl boy lady guy child creature animal beast being
     character figure""".split())
@@ -52,12 +71,13 @@ class Licence:
     people_place: bool
     traffic_place: bool
     unknown_subject: bool        # a full name ("Gwen Stacy") or a word the lexicon does not know
-    has_subject: bool            # it names a salient entity
+    has_subject: bool            # it names a person, animal or creature (not only a vehicle)
 
     @property
     def animate(self) -> bool:
-        """Someone may be called "she" or "he": a person, animal, creature, name or busy place."""
-        return self.has_subject or self.unknown_subject or self.people_place
+        """Someone may be called "she" or "he": a person, animal, creature or name. A busy place
+        is not enough: its people are anonymous background, and "she" is someone in front."""
+        return self.has_subject or self.unknown_subject
 
     @classmethod
     def of(cls, prompt: str, context: str | None, lex: Lexicon) -> "Licence":
@@ -77,24 +97,51 @@ class Licence:
             named = (i + 1 < len(ws) and w.raw[:1].isupper() and ws[i + 1].raw[:1].isupper()
                      and not noun and not lex.noun_lemma(ws[i + 1].text))      # "Gwen Stacy"
             unknown = unknown or named or (not lex.knows(w.text) and w.text not in STOPWORDS and len(w.text) > 2)
-        has_subject = any(lex.salient_class(g) for g in given)
+        has_subject = any(lex.salient_class(g) in ("person", "animal", "creature") for g in given)
         return cls(frozenset(given), frozenset(activities), bool(given & PEOPLE_PLACES),
                    bool(given & TRAFFIC_PLACES), unknown, has_subject)
 
-    def allows(self, lemma: str, lex: Lexicon, *, plural: bool = False) -> bool:
-        """True when an output may name ``lemma`` (a salient noun lemma)."""
+    def _ungendered_person(self, lex: Lexicon) -> bool:
+        people = [g for g in self.given if lex.salient_class(g) == "person"]
+        return bool(people) and not any(g in GENDERED or any(lex.licenses(x, g) for x in GENDERED)
+                                        for g in people)
+
+    def allows(self, lemma: str, lex: Lexicon, *, plural: bool = False, counted: bool = False) -> bool:
+        """True when an output may name ``lemma`` (a salient noun lemma); ``counted``: with a
+        number ("two people"), which makes anonymous background people someone in front."""
+        cls = lex.salient_class(lemma)
+        return (self._names(lemma, cls, lex) or self._implies(lemma, cls, lex)
+                or self._background(lemma, cls, plural, counted))
+
+    def _names(self, lemma: str, cls: str | None, lex: Lexicon) -> bool:
+        """The prompt names it: the word, a synonym, a more general or specific term, a
+        compound's head (spaceship -> ship; not animals: a jellyfish is no fish), or a
+        class word for a subject the lexicon does not know."""
         if lemma in self.given or any(lex.licenses(g, lemma) for g in self.given):
             return True
+        if cls != "animal" and any(len(g) > len(lemma) + 2 and g.endswith(lemma) and lex.salient_class(g) == cls
+                                   for g in self.given):
+            return True
+        if lemma in GENDERED and self._ungendered_person(lex):
+            return True                                   # "two friends" -> "a woman", "a man"
+        return (self.unknown_subject and lemma in CLASS_WORDS) or (self.has_subject and lemma in DESCRIPTORS)
+
+    def _implies(self, lemma: str, cls: str | None, lex: Lexicon) -> bool:
+        """Its activities or vehicles bring it: skiing -> skier, a truck -> its driver, an
+        astronaut -> the rocket, sailing -> the boat (or a vessel whose gloss says sailing)."""
         if any(lex.agent_of(v, lemma) for v in self.activities):
             return True
-        if (self.unknown_subject and lemma in CLASS_WORDS) or (self.has_subject and lemma in DESCRIPTORS):
+        if any(lemma in _ROLES_OF_VEHICLE.get(g, ()) or lemma in _VEHICLES_OF_ROLE.get(g, ()) for g in self.given):
+            return True
+        if any(lemma in _VEHICLES_OF_ACTIVITY.get(v, ()) for v in self.activities | self.given):
             return True
         doing = {w for w in self.given if w.endswith("ing")} | self.activities
-        if lex.salient_class(lemma) == "vehicle" and lex.gloss_names(lemma, doing):
-            return True                                   # sailing -> "a small sailing vessel"
-        cls = lex.salient_class(lemma)
+        return cls == "vehicle" and lex.gloss_names(lemma, doing)
+
+    def _background(self, lemma: str, cls: str | None, plural: bool, counted: bool) -> bool:
+        """Anonymous people of a busy place (never counted ones), traffic of a road."""
         if cls == "person" and self.people_place:
-            return plural or lemma in BACKGROUND_PEOPLE
+            return lemma in BACKGROUND_PEOPLE and not counted
         if cls == "vehicle" and self.traffic_place:
             return plural or lemma in BACKGROUND_TRAFFIC
         return False

@@ -49,6 +49,16 @@ _DETERMINERS = frozenset("a an the this that its his her their every each".split
 _DEPICTIONS = frozenset("""statue sculpture painting portrait drawing sketch carving figurine mural
     poster photo photograph picture image silhouette reflection shadow toy doll logo icon emblem
     tattoo engraving print illustration model replica cutout""".split())
+# a likeness, not a presence: "like a sentinel", "stands as a silent guardian", "resembling a dancer"
+_LIKENESS = frozenset("like resembling resemble resembles unlike".split())
+_RELATIVES = frozenset("that which who".split())
+# verbs whose spelling is also a plural noun ("does" -> doe)
+_AUXILIARIES = frozenset("does".split())
+_ROLE_VERBS = frozenset("stand stands standing serve serves serving act acts acting".split())
+_SIMILE_FILLERS = frozenset("""silent lone single giant tiny little proud ancient watchful patient
+    faithful loyal old great small""".split())
+# "stands sentinel", "keeps watch": a role word after these verbs is not a person in the scene
+_STAND_AS_ROLE = frozenset("stand stands standing stood".split())
 # words before a noun that make it an object, not a living subject ("plush animals")
 _DEPICTING_ADJECTIVES = frozenset("""plush stuffed toy paper origami inflatable cardboard carved
     painted printed embroidered cartoon""".split())
@@ -98,6 +108,9 @@ def words(text: str) -> list[Word]:
 
 
 def color_of(word: str, lex: Lexicon) -> str | None:
+    """The colour family a word names; a compound names its last colour ("cobalt-blue")."""
+    if "-" in word:
+        return next((c for c in map(lambda p: color_of(p, lex), reversed(word.split("-"))) if c), None)
     return _COLOR_ADJECTIVES.get(word) or lex.color_family(word)
 
 
@@ -106,10 +119,13 @@ def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
     out: list[Mention] = []
     for i, w in enumerate(ws):
         lemma = lex.noun_lemma(w.text)
-        if lemma is None or not lex.is_noun(lemma) or color_of(w.text, lex) or w.text in _NUMBERS:
+        if (lemma is None or not lex.is_noun(lemma) or color_of(w.text, lex) or w.text in _NUMBERS
+                or w.text in _AUXILIARIES):
             continue
         if w.text.endswith("ing") and lex.verb_lemma(w.text) and not (i and ws[i - 1].text in _DETERMINERS):
             continue                   # "storm clouds gathering": a verb, not "a gathering"
+        if i and ws[i - 1].text in _RELATIVES and w.text.endswith("s") and lex.verb_lemma(w.text):
+            continue                   # "motion that suits the scene": a verb
         if i + 1 < len(ws) and ws[i + 1].text == "of" and (
                 lemma in _GROUP_COUNTS or lex.lexname(lemma) == "noun.group"):
             continue                   # "a couple of tents", "a gathering of clouds": see the members
@@ -153,13 +169,20 @@ def _is_modifier(ws: list[Word], i: int, lex: Lexicon) -> bool:
         return False                                  # "a lighthouse at dusk"
     lemma = lex.noun_lemma(nxt)
     verb = lex.verb_lemma(nxt)
+    if verb and nxt.endswith("s") and i and ws[i - 1].text in ("a", "an", "one"):
+        return False                                  # "a man waters the roses": its verb
     return bool(lemma and lex.is_noun(lemma) and not (verb and lex.mostly_verb(verb)))
 
 
 def _is_depicted(ws: list[Word], i: int) -> bool:
+    """A picture of it, a toy of it, or a figure of speech: "like a guardian", "stands sentinel"."""
     if i and ws[i - 1].text in _DEPICTING_ADJECTIVES:
         return True
     for j in range(max(0, i - 3), i):
         if ws[j].text == "of" and j >= 1 and ws[j - 1].text in _DEPICTIONS:
             return True
-    return False
+        likeness = ws[j].text in _LIKENESS or (ws[j].text == "as" and j and ws[j - 1].text in _ROLE_VERBS)
+        if likeness and all(w.text in _DETERMINERS or w.text in _SIMILE_FILLERS for w in ws[j + 1:i]):
+            return True
+    return i and ws[i - 1].text in _STAND_AS_ROLE
+

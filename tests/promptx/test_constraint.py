@@ -40,9 +40,11 @@ def test_the_mask_holds_back_unlicensed_subjects_pronouns_and_quotes(vocab):
 
 def test_person_pronouns_are_masked_only_where_no_one_may_be_meant(vocab):
     banned, _ = banned_texts(vocab, "In a still frame, a stop sign")
-    assert {" she", " he", " her", " his", " figure", " people"} <= banned
+    assert {" she", " he", " her", " his", " someone", " figure", " people"} <= banned
     banned, _ = banned_texts(vocab, "a cat on a skateboard")
     assert not {" she", " her", " his"} & banned
+    banned, _ = banned_texts(vocab, "a busy street at night")     # passers-by yes, "she" no
+    assert {" she", " someone", " woman"} <= banned and not {" people", " pedestrians"} & banned
 
 
 def test_the_mask_allows_what_the_prompt_licenses(vocab):

@@ -239,10 +239,10 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     precision, recall, accuracy = tp / (tp + fp), tp / (tp + fn), (tp + tn) / len(rows)
     print(f"\nfaithfulness labels: n={len(rows)} precision={precision:.3f} "
           f"recall={recall:.3f} accuracy={accuracy:.3f}")
-    # measured today: precision ~0.79, recall ~0.75; the project goal of 0.9 for both is not met
+    # measured today: precision ~0.88, recall ~0.87; the project goal of 0.9 for both is not met
     # yet, so these floors only guard against regressions
-    assert precision >= 0.75
-    assert recall >= 0.70
+    assert precision >= 0.85
+    assert recall >= 0.85
 
 
 def test_assessing_many_texts_in_a_row_completes():
@@ -273,3 +273,33 @@ def test_a_pronoun_brings_a_person_into_a_prompt_with_no_one_in_it():
     assert any(f.code == "added_person" and "she" in f.words for f in found)
     cat = text.replace("a barn", "a cat in a barn")
     assert not any(f.code == "added_person" for f in assess("a cat in a barn at dawn", cat, profile).findings)
+
+
+def test_every_template_example_passes_the_assessment():
+    # the few-shot examples are what the model imitates: one that adds a subject teaches it to
+    registry = default_registry()
+    failing = []
+    for name in sorted(registry.names()):
+        p = registry.get(name)
+        for i, ex in enumerate(p.examples):
+            verdict = assess(ex.input, ex.output, p, context=ex.image)
+            if not verdict.passed:
+                failing.append(f"{name} example {i}: {verdict.reasons()}")
+    assert not failing, failing
+
+
+@pytest.mark.parametrize(("prompt", "text", "word"), [
+    ("a truck on a mountain road", "A red truck climbs a mountain road; the driver leans out of the window.", None),
+    ("a person is sailing", "A lone sailor steers a small boat across a calm lake at dawn.", None),
+    ("a spaceship landing on mars", "A silver spaceship descends onto red dunes; the ship's engines flare.", None),
+    ("two friends laughing at a cafe table", "Two friends laugh at a cafe table: a woman with curly hair "
+     "and a bearded man in a denim shirt.", None),
+    ("a woman reading in a garden", "A woman reads in a garden while a man waters the roses behind her.", "man"),
+    ("a rowboat on a lake", "A rowboat drifts on a calm lake, and a tiny figure stands by the oars.", "figure"),
+    ("a jellyfish in the ocean", "A jellyfish drifts in the deep ocean as schools of small fish dart around.", "fish"),
+    ("a castle on a hill", "A castle stands on a hill like a silent guardian over the valley.", None),
+])
+def test_who_a_prompt_licenses(prompt, text, word):
+    found = assess(prompt, text, profile("image")).findings
+    added = [w for f in found if f.kind == "added_subject" for w in f.words]
+    assert added == ([word] if word else []), found

@@ -1,0 +1,67 @@
+"""A profile with ``opening = "prompt"``: the answer starts with the user's words and the
+model continues them (request, backend encoding, enhance and stream with the real model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from promptx import Enhancer
+from promptx.enhancer import _joined
+from promptx.request import EnhanceRequest
+from promptx.template_registry import builtin_template_dir, default_registry
+
+
+def opening_profile(name: str = "video"):
+    return default_registry().get(name).model_copy(update={"opening": "prompt"})
+
+
+def test_the_opening_is_the_prompt_capitalised_without_its_final_stop():
+    request = EnhanceRequest.build(opening_profile(), "a cat on a skateboard.")
+    assert request.opening == "A cat on a skateboard"
+
+
+def test_no_opening_for_tags_a_translation_or_a_profile_that_lets_the_model_start():
+    assert EnhanceRequest.build(opening_profile("sdxl"), "a cat").opening == ""
+    assert EnhanceRequest.build(opening_profile(), "一只猫在滑板上").opening == ""   # answered in English
+    assert EnhanceRequest.build(default_registry().get("video"), "a cat").opening == ""
+
+
+def test_the_continuation_joins_its_opening_with_a_space_only_where_a_word_follows():
+    assert _joined("A cat", " rides a board.") == "A cat rides a board."
+    assert _joined("A cat", ", tail up, rides.") == "A cat, tail up, rides."
+    assert _joined("A cat", "rides.") == "A cat rides."
+    assert _joined("", "Text.") == "Text."
+
+
+@pytest.fixture(scope="module")
+def opening_enhancer(model_dir, tmp_path_factory):
+    folder = Path(tmp_path_factory.mktemp("templates"))
+    text = (builtin_template_dir() / "video.toml").read_text(encoding="utf-8")
+    (folder / "video.toml").write_text(text.replace('\nmax_new_tokens', '\nopening = "prompt"\nmax_new_tokens', 1),
+                                       encoding="utf-8")
+    enhancer = Enhancer(model_dir, templates_dir=folder, quiet=True, retries=0)
+    assert enhancer.profile("video").opening == "prompt"
+    return enhancer
+
+
+@pytest.mark.slow
+def test_the_backend_continues_a_last_assistant_message(opening_enhancer):
+    backend = opening_enhancer.backend
+    chat = [{"role": "system", "content": "Describe scenes."}, {"role": "user", "content": "a cat"}]
+    tokenizer = backend.generator.tokenizer
+    ids = backend.encode(chat + [{"role": "assistant", "content": "A cat"}])
+    assert ids == tokenizer.encode_chat(chat) + tokenizer.encode("A cat")
+
+
+@pytest.mark.slow
+def test_enhance_and_stream_begin_with_the_users_words(opening_enhancer):
+    result = opening_enhancer.enhance("a red kite over a hill", "video", seed=0)
+    # an answer that fails the assessment falls back to the prompt itself
+    assert result.text.startswith("A red kite over a hill") or (
+        result.fallback and result.text == "a red kite over a hill"), result
+    stream = opening_enhancer.stream("a red kite over a hill", "video", seed=0, max_new_tokens=40)
+    streamed = "".join(stream)
+    assert streamed.startswith("A red kite over a hill")
+    assert stream.result is not None and stream.result.stats.completion_tokens > 0
