@@ -158,8 +158,8 @@ class Enhancer:
                                  repetition_penalty=request.profile.repetition_penalty,
                                  max_new_tokens=request.max_new_tokens, seed=seed,
                                  speculative=request.speculative,
-                                 max_words=request.profile.length.max_words + WORD_MARGIN
-                                 - count_words(request.opening),
+                                 max_words=max(1, request.profile.length.max_words + WORD_MARGIN
+                                               - count_words(request.opening)),
                                  constraint=request.constraint)
 
     def _generate(self, messages, request: EnhanceRequest, seed: int, on_delta) -> GenerationOutput:
