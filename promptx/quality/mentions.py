@@ -51,14 +51,16 @@ _DEPICTIONS = frozenset("""statue sculpture painting portrait drawing sketch car
     tattoo engraving print illustration model replica cutout""".split())
 # a likeness, not a presence: "like a sentinel", "stands as a silent guardian", "resembling a dancer"
 _LIKENESS = frozenset("like resembling resemble resembles unlike".split())
+_SIMILE_FILLERS = frozenset("""silent lone single giant tiny little proud ancient watchful patient
+    faithful loyal old great small""".split())
+# "stands sentinel": a role word right after these verbs is not a person in the scene
+_STAND_AS_ROLE = frozenset("stand stands standing stood".split())
+# "stands as", "serves as", "acts as" a role
+_ROLE_VERBS = frozenset("stand stands standing serve serves serving act acts acting".split())
+# "motion that suits the scene": after these a word ending in -s is a verb
 _RELATIVES = frozenset("that which who".split())
 # verbs whose spelling is also a plural noun ("does" -> doe)
 _AUXILIARIES = frozenset("does".split())
-_ROLE_VERBS = frozenset("stand stands standing serve serves serving act acts acting".split())
-_SIMILE_FILLERS = frozenset("""silent lone single giant tiny little proud ancient watchful patient
-    faithful loyal old great small""".split())
-# "stands sentinel", "keeps watch": a role word after these verbs is not a person in the scene
-_STAND_AS_ROLE = frozenset("stand stands standing stood".split())
 # words before a noun that make it an object, not a living subject ("plush animals")
 _DEPICTING_ADJECTIVES = frozenset("""plush stuffed toy paper origami inflatable cardboard carved
     painted printed embroidered cartoon""".split())
@@ -110,7 +112,7 @@ def words(text: str) -> list[Word]:
 def color_of(word: str, lex: Lexicon) -> str | None:
     """The colour family a word names; a compound names its last colour ("cobalt-blue")."""
     if "-" in word:
-        return next((c for c in map(lambda p: color_of(p, lex), reversed(word.split("-"))) if c), None)
+        return next((c for c in (color_of(p, lex) for p in reversed(word.split("-"))) if c), None)
     return _COLOR_ADJECTIVES.get(word) or lex.color_family(word)
 
 
@@ -184,5 +186,5 @@ def _is_depicted(ws: list[Word], i: int) -> bool:
         likeness = ws[j].text in _LIKENESS or (ws[j].text == "as" and j and ws[j - 1].text in _ROLE_VERBS)
         if likeness and all(w.text in _DETERMINERS or w.text in _SIMILE_FILLERS for w in ws[j + 1:i]):
             return True
-    return i and ws[i - 1].text in _STAND_AS_ROLE
+    return i > 0 and ws[i - 1].text in _STAND_AS_ROLE
 
