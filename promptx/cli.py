@@ -220,11 +220,13 @@ def _register_subcommands() -> None:
     from .calibrate_cli import calibrate
     from .draft_cli import draft
     from .eval_cli import eval_command
+    from .tune_cli import tune_command
 
     main.add_command(bench)
     main.add_command(eval_command)
     main.add_command(calibrate)
     main.add_command(draft)
+    main.add_command(tune_command)
 
 
 _register_subcommands()

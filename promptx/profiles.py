@@ -28,7 +28,7 @@ __all__ = [
 
 #: The only names a system prompt or user template may use as ``{name}``.
 PLACEHOLDERS = frozenset(
-    {"prompt", "min_words", "max_words", "style", "language_rule", "image", "generator"}
+    {"prompt", "min_words", "max_words", "style", "language_rule", "image", "generator", "description"}
 )
 
 #: One token of a template: an escaped brace (``{{``/``}}``) or a ``{name}``.

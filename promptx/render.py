@@ -19,12 +19,23 @@ from promptx.profiles import PLACEHOLDER_TOKEN, Profile, template_placeholders
 
 __all__ = [
     "DEFAULT_I2V_PROMPT",
+    "PROMPT_STYLES",
+    "TUNED_SYSTEM_PROMPT",
     "image_line",
     "language_rule",
     "render_messages",
     "style_guidance",
     "substitute",
 ]
+
+#: The system prompt of a model tuned for promptx (``prompt_style="short"``): the
+#: profile's own description says what to write; the craft is in the weights.
+TUNED_SYSTEM_PROMPT = (
+    "You write prompts for {generator}. {description} Keep the user's subject, counts, colours "
+    "and quoted text; add only appearance, setting, light, camera and style. "
+    "Write {min_words} to {max_words} words. {language_rule}\n{style}"
+)
+PROMPT_STYLES = ("full", "short")
 
 #: The instruction used when an image-to-video prompt is left empty.
 DEFAULT_I2V_PROMPT = "Animate the image with natural motion that suits the scene."
@@ -125,6 +136,7 @@ def render_messages(
     style: str | None = None,
     language: str | None = None,
     system_prompt: str | None = None,
+    prompt_style: str = "full",
 ) -> list[dict[str, str]]:
     """Build the chat for rewriting ``prompt`` with ``profile``.
 
@@ -134,8 +146,11 @@ def render_messages(
     InvalidInputError, as do an unknown style or language. ``system_prompt``
     replaces the profile's own (and is substituted the same way). A chosen
     style or language override is appended to the system prompt when it has
-    no ``{style}`` / ``{language_rule}`` placeholder.
+    no ``{style}`` / ``{language_rule}`` placeholder. ``prompt_style="short"``
+    (a model tuned for promptx) uses TUNED_SYSTEM_PROMPT and no few-shot examples.
     """
+    if prompt_style not in PROMPT_STYLES:
+        raise InvalidInputError(f"unknown prompt style {prompt_style!r}; use one of {', '.join(PROMPT_STYLES)}")
     text = (prompt or "").strip()
     if not text:
         if profile.task != "i2v":
@@ -144,7 +159,11 @@ def render_messages(
     if not profile.wants_image and (image_facts or caption):
         raise InvalidInputError(f"target {profile.name!r} ({profile.task}) takes no image")
 
-    system = profile.system_prompt if system_prompt is None else system_prompt
+    short = prompt_style == "short"
+    if system_prompt is None:
+        system = TUNED_SYSTEM_PROMPT if short else profile.system_prompt
+    else:
+        system = system_prompt
     if not system.strip():
         raise InvalidInputError("system_prompt override is empty")
     used = _checked(system, "system_prompt override")
@@ -153,6 +172,7 @@ def render_messages(
         "min_words": str(profile.length.min_words),
         "max_words": str(profile.length.max_words),
         "generator": profile.generator,
+        "description": profile.description,
         "language_rule": language_rule(profile, language),
         "style": style_guidance(profile, style),
     }
@@ -167,7 +187,7 @@ def render_messages(
         content += "\n" + values["language_rule"]
     messages = [{"role": "system", "content": _tidy(content)}]
 
-    for ex in profile.examples:
+    for ex in () if short else profile.examples:
         shot = {**values, "style": "", "prompt": ex.input, "image": ""}
         if profile.wants_image:
             shot["image"] = image_line(None, ex.image)

@@ -20,9 +20,6 @@ import collections
 import json
 import sys
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -30,27 +27,12 @@ sys.path.insert(0, str(ROOT))
 from promptx.cleanup import estimate_encoder_tokens  # noqa: E402
 from promptx.quality import assess  # noqa: E402
 from promptx.template_registry import default_registry  # noqa: E402
+from promptx.tuning_pairs import TuningPair, read_pairs  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "prompts"
-Source = Literal["team", "partiprompts", "t2i-compbench", "vbench-category", "vbench2", "vbench-i2v"]
 # the evaluation prompts (docs/quality.md, data/eval): never a training input
 BENCHMARK = (("vbench_all_dimension.txt", 200), ("geneval_prompts.txt", 553),
              ("partiprompts.tsv", 100))
-
-
-class Pair(BaseModel):
-    """One (short prompt, enhanced prompt) pair written by the team."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    target: str
-    input: str = Field(min_length=1)
-    output: str = Field(min_length=1)
-    image: str | None = None          # caption of the input image (i2v, i2i)
-    style: str | None = None
-    source: Source
-    ref: str | None = None            # "file:line" of a public input
-    author: str = Field(min_length=1)
 
 
 def _normal(text: str) -> str:
@@ -74,7 +56,7 @@ def benchmark_inputs() -> set[str]:
     return seen
 
 
-def problems_of(pair: Pair, registry) -> list[str]:
+def problems_of(pair: TuningPair, registry) -> list[str]:
     try:
         profile = registry.get(pair.target)
     except Exception as exc:                      # TemplateError: unknown target
@@ -101,35 +83,26 @@ def main(argv=None) -> int:
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--summary", action="store_true")
     args = parser.parse_args(argv)
-    files = sorted(f for p in args.paths for f in ([p] if p.is_file() else p.rglob("*.jsonl")))
+    rows, problems = read_pairs(args.paths, strict=False)
     registry, bench = default_registry(), benchmark_inputs()
-    problems, ids, splits = [], {}, collections.defaultdict(dict)
+    ids, splits = {}, collections.defaultdict(dict)
     counts = collections.Counter()
-    for file in files:
-        split = file.parent.name
-        for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{file}:{n}"
-            try:
-                pair = Pair.model_validate(json.loads(line))
-            except (json.JSONDecodeError, ValidationError) as exc:
-                problems.append(f"{where}: {' '.join(str(exc).split())[:300]}")
-                continue
-            found = problems_of(pair, registry)
-            if pair.id in ids:
-                found.append(f"id {pair.id!r} also at {ids[pair.id]}")
-            ids[pair.id] = where
-            key = _normal(pair.input)
-            if key in bench:
-                found.append("input is an evaluation prompt")
-            other = [s for s in splits if s != split and key in splits[s]]
-            if other:
-                found.append(f"input also in split {other[0]} at {splits[other[0]][key]}")
-            splits[split].setdefault(key, where)
-            problems += [f"{where}: {pair.id}: {p}" for p in found]
-            task = registry.get(pair.target).task if not found or "target" not in found[0] else "?"
-            counts[(split, task, pair.target)] += 1
+    for row in rows:
+        pair, where, split = row.pair, row.where, row.split
+        found = problems_of(pair, registry)
+        if pair.id in ids:
+            found.append(f"id {pair.id!r} also at {ids[pair.id]}")
+        ids[pair.id] = where
+        key = _normal(pair.input)
+        if key in bench:
+            found.append("input is an evaluation prompt")
+        other = [s for s in splits if s != split and key in splits[s]]
+        if other:
+            found.append(f"input also in split {other[0]} at {splits[other[0]][key]}")
+        splits[split].setdefault(key, where)
+        problems += [f"{where}: {pair.id}: {p}" for p in found]
+        task = registry.get(pair.target).task if not found or "target" not in found[0] else "?"
+        counts[(split, task, pair.target)] += 1
     for p in problems:
         print(p)
     if args.summary:

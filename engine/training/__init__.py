@@ -14,6 +14,11 @@ Modules:
   cosine, clip 0.5, seeded, checkpoints + resume, validation tau via
   ``decode_speculative``).
 - ``vocab``: the reduced draft vocabulary (most frequent response tokens -> d2t/t2d).
+- ``lora``: LoRA layers on the target (``attach_lora``), the adapter file, and merging
+  it into weights (in memory or into a Hugging Face directory at prepare time).
+- ``sft``: supervised fine-tuning of those adapters (``train_lora``: answer-token loss,
+  AdamW, warm-up + cosine, clipping, checkpoints + resume, validation).
+- ``checkpoints``: the checkpoint folders both loops write and resume from.
 - ``lowrank``: EAGLE-4 stage 2: only the low-rank head trains (forward KL from the
   full head); reports candidate recall.
 
@@ -60,14 +65,18 @@ take roughly half. ``--limit 1000 --epochs 2`` halves everything.
 
 from .data import (DataError, GenerationItem, GenerationSummary, Record, ShardStore, generate_batch,
                    generate_dataset, generate_reference, read_records, split_records)
+from .checkpoints import latest_checkpoint
+from .lora import AdapterError, AdapterInfo, apply_adapter_to_dir, attach_lora, merge_lora, save_adapter
 from .lowrank import LowrankResult, candidate_recall, collect_states, lowrank_stage, train_lowrank
-from .train import (TrainConfig, TrainResult, build_drafter, evaluate_loss, latest_checkpoint, measure_tau,
-                    train_drafter, train_step)
+from .sft import SFTConfig, SFTResult, train_lora
+from .train import TrainConfig, TrainResult, build_drafter, evaluate_loss, measure_tau, train_drafter, train_step
 from .ttt import (PrefixCache, TargetFeatures, TTTLoss, label_mask, steps_start, target_features, ttt_forward,
                   ttt_loss, ttt_mask, ttt_positions)
 from .vocab import apply_draft_vocab, select_draft_vocab, token_counts, vocab_coverage
 
 __all__ = [
+    "AdapterError", "AdapterInfo", "SFTConfig", "SFTResult", "apply_adapter_to_dir", "attach_lora", "merge_lora",
+    "save_adapter", "train_lora",
     "DataError", "GenerationItem", "GenerationSummary", "LowrankResult", "PrefixCache", "Record", "ShardStore",
     "TTTLoss", "TargetFeatures", "TrainConfig", "TrainResult", "apply_draft_vocab", "build_drafter",
     "candidate_recall", "collect_states", "evaluate_loss", "generate_batch", "generate_dataset",

@@ -14,11 +14,8 @@ drafter in ``out/drafter/``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
-import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -32,6 +29,7 @@ from ..sampling import SamplingParams
 from ..speculative import TreeConfig, decode_speculative
 from ..stats import DecodeStats
 from ..stopping import StopChecker
+from .checkpoints import latest_checkpoint, load_state, records_fingerprint, save_checkpoint
 from .data import Record, progress_bar
 from .ttt import (DEFAULT_DECAY, DEFAULT_STEPS, PrefixCache, TTTLoss, label_mask, steps_start,
                   target_features, ttt_forward, ttt_loss)
@@ -39,10 +37,9 @@ from .vocab import apply_draft_vocab, select_draft_vocab, token_counts, vocab_co
 
 __all__ = [
     "TrainConfig", "TrainResult", "build_drafter", "collate", "epoch_batches", "evaluate_loss",
-    "latest_checkpoint", "measure_tau", "train_drafter", "train_step",
+    "latest_checkpoint", "measure_tau", "train_drafter", "train_step", "warmup_cosine",
 ]
 
-STATE_FILE = "state.pt"
 
 
 @dataclass
@@ -264,45 +261,19 @@ def _validate(target, drafter, val_records, config: TrainConfig, eos_ids, prefix
 
 
 # ---- checkpoints -----------------------------------------------------------------------------------
-def latest_checkpoint(out_dir: str | Path) -> Path | None:
-    """The newest complete checkpoint (one whose state.pt was written) under out/checkpoints."""
-    root = Path(out_dir) / "checkpoints"
-    if not root.is_dir():
-        return None
-    done = sorted(p for p in root.glob("step-*") if (p / STATE_FILE).is_file())
-    return done[-1] if done else None
-
-
 def _data_fingerprint(records: Sequence[Record], config: TrainConfig, drafter: Drafter) -> str:
-    digest = hashlib.sha256()
-    for r in records:
-        digest.update(r.id.encode())
-        digest.update(len(r.input_ids).to_bytes(4, "little"))
     keep = {k: v for k, v in asdict(config).items() if k in ("batch_size", "seed", "ttt_steps", "max_length")}
-    digest.update(json.dumps(keep, sort_keys=True).encode())
-    digest.update(json.dumps(asdict(replace(drafter.config, target_fingerprint=None)), sort_keys=True).encode())
-    return digest.hexdigest()[:16]
+    return records_fingerprint(records, [keep, asdict(replace(drafter.config, target_fingerprint=None))])
 
 
 def _save_checkpoint(out_dir: Path, target, drafter, optimizer, scheduler, state: dict, keep: int) -> Path:
-    root = out_dir / "checkpoints"
-    path = root / f"step-{state['step']:07d}"
-    if path.exists():
-        shutil.rmtree(path)
-    save_drafter(drafter, path / "drafter", target=target)
-    payload = {**state, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-               "rng": torch.get_rng_state()}
-    tmp = path / (STATE_FILE + ".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path / STATE_FILE)
-    complete = sorted(p for p in root.glob("step-*") if (p / STATE_FILE).is_file())
-    for old in complete[: max(0, len(complete) - keep)]:
-        shutil.rmtree(old, ignore_errors=True)
-    return path
+    return save_checkpoint(out_dir, state, optimizer, scheduler, keep,
+                           lambda path: save_drafter(drafter, path / "drafter", target=target))
 
 
-def _lr_lambda(config: TrainConfig, total: int) -> Callable[[int], float]:
-    warmup = max(0, config.warmup_steps)
+def warmup_cosine(warmup_steps: int, min_lr_ratio: float, total: int) -> Callable[[int], float]:
+    """LR factor per step: linear warm-up to 1, then cosine decay to ``min_lr_ratio`` at ``total``."""
+    warmup = max(0, warmup_steps)
 
     def factor(step: int) -> float:
         if step < warmup:
@@ -310,7 +281,7 @@ def _lr_lambda(config: TrainConfig, total: int) -> Callable[[int], float]:
         if total <= warmup:
             return 1.0
         progress = min(1.0, (step - warmup) / max(1, total - warmup))
-        return config.min_lr_ratio + (1 - config.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+        return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
     return factor
 
@@ -337,20 +308,14 @@ def train_drafter(target, drafter: Drafter, train_records: Sequence[Record], out
     optimizer = torch.optim.AdamW(groups, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
     per_epoch = math.ceil(len(train_records) / config.batch_size)
     total = config.max_steps if config.max_steps else config.epochs * per_epoch
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(config, total))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(config.warmup_steps, config.min_lr_ratio, total))
     fingerprint = _data_fingerprint(train_records, config, drafter)
     step, epoch, position = 0, 0, 0
     checkpoint = latest_checkpoint(out_dir) if resume else None
     if checkpoint is not None:
-        state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=False)
-        if state.get("data_fingerprint") != fingerprint:
-            raise ValueError(f"{checkpoint} was trained on other data or settings; "
-                             "use another output directory or --no-resume")
+        state = load_state(checkpoint, fingerprint, optimizer, scheduler)
         loaded = load_drafter(checkpoint / "drafter", target, dtype=drafter.fc.weight.dtype)
         drafter.load_state_dict(loaded.state_dict())
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
         step, epoch, position = state["step"], state["epoch"], state["position"]
         if log:
             log(f"resumed from {checkpoint} (step {step})")

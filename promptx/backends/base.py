@@ -72,6 +72,9 @@ class Backend(Protocol):
     name: str
     model_name: str
     context_window: int
+    #: "full": the profile's system prompt and few-shot examples; "short": a model tuned
+    #: for promptx, given the short system prompt only (promptx.render.TUNED_SYSTEM_PROMPT)
+    prompt_style: str
 
     def count_prompt_tokens(self, messages: Messages) -> int: ...
 

@@ -18,6 +18,7 @@ from .base import GenerationOptions, GenerationOutput, GenerationRun, Messages
 
 class EmbeddedBackend:
     name = "embedded"
+    prompt_style = "full"
 
     def __init__(self, model: str | Path | None = None, *, dtype: str | None = None,
                  device: str | None = None, drafter: str | Path | None = None, quiet: bool = False,
@@ -35,7 +36,17 @@ class EmbeddedBackend:
                                                 device=device)
         except (ValueError, OSError, RuntimeError) as exc:
             raise ModelError(f"cannot load model {self.model_name}: {exc}") from exc
+        self.prompt_style = _prompt_style(directory)
         self._attach_drafter(drafter, planner, quiet)
+
+    @classmethod
+    def around(cls, generator, model_name: str, *, prompt_style: str = "full") -> "EmbeddedBackend":
+        """A backend for a generator already in memory (a model being tuned), without a drafter."""
+        backend = cls.__new__(cls)
+        backend.source = ModelSource(model_name, Path("."))
+        backend.model_name, backend.generator = model_name, generator
+        backend._vocabulary_index, backend.prompt_style = None, prompt_style
+        return backend
 
     def _attach_drafter(self, drafter: str | Path | None, planner: str, quiet: bool) -> None:
         from .drafters import find_drafter, load_drafter_for, make_planner
@@ -211,3 +222,9 @@ def _resolve_dtype(dtype: str | None, device, drafter) -> str:
         return dtype
     return "auto" if drafter is not None else fastest_dtype(device)
 
+
+def _prompt_style(directory: Path) -> str:
+    """"short" for a directory promptx's tuning was merged into (see ``promptx tune``), else "full"."""
+    from engine.training.lora import read_adapter_note
+
+    return read_adapter_note(directory).get("extra", {}).get("prompt_style", "full")
