@@ -69,18 +69,19 @@ def check_concurrency(value: int) -> None:
 
 
 # ---- prompts ---------------------------------------------------------------------------------------
-def render_prompt(spec: PromptSpec, tokenizer, default_target: str, registry) -> tuple[list[int], str]:
+def render_prompt(spec: PromptSpec, tokenizer, default_target: str, registry,
+                  prompt_style: str = "full") -> tuple[list[int], str]:
     """Token ids of one prompt and its task label (profile task, or Spec-Bench category)."""
     if spec.raw_chat:
         return tokenizer.encode_chat([{"role": "user", "content": spec.text}]), spec.category or "chat"
     try:
         profile = registry.get(spec.task or default_target)
-        return tokenizer.encode_chat(_messages(spec, profile)), profile.task
+        return tokenizer.encode_chat(_messages(spec, profile, prompt_style)), profile.task
     except (InvalidInputError, UnknownTargetError) as exc:
         raise InvalidInputError(f"{spec.source}: {exc}") from None
 
 
-def _messages(spec: PromptSpec, profile) -> list[dict[str, str]]:
+def _messages(spec: PromptSpec, profile, prompt_style: str = "full") -> list[dict[str, str]]:
     from .render import render_messages
 
     facts = None
@@ -88,10 +89,10 @@ def _messages(spec: PromptSpec, profile) -> list[dict[str, str]]:
         from .images import load_image_facts
 
         facts = load_image_facts(spec.image).describe()
-    return render_messages(profile, spec.text, image_facts=facts)
+    return render_messages(profile, spec.text, image_facts=facts, prompt_style=prompt_style)
 
 
-def bench_prompts(specs, generator, default_target: str, max_new_tokens: int):
+def bench_prompts(specs, generator, default_target: str, max_new_tokens: int, prompt_style: str = "full"):
     """PromptSpecs -> engine BenchPrompts, checked against the context window."""
     from engine.bench import BenchPrompt
 
@@ -99,7 +100,7 @@ def bench_prompts(specs, generator, default_target: str, max_new_tokens: int):
 
     registry, prompts = default_registry(), []
     for spec in specs:
-        ids, task = render_prompt(spec, generator.tokenizer, default_target, registry)
+        ids, task = render_prompt(spec, generator.tokenizer, default_target, registry, prompt_style)
         if len(ids) + max_new_tokens > generator.context_window:
             raise PromptTooLongError(f"{spec.source}: {len(ids)} prompt tokens + {max_new_tokens} new tokens "
                                      f"exceed the context window ({generator.context_window})")
@@ -333,7 +334,9 @@ def bench(prompt_file, file_format, target, model, drafter, max_new_tokens, temp
     peer_names = parse_peers(peers)
     specs = read_prompt_file(prompt_file, file_format, limit=num_prompts)
     source, directory, generator = load_generator(model, dtype, device)
-    prompts = bench_prompts(specs, generator, target, max_new_tokens)
+    from .models import prompt_style_of
+
+    prompts = bench_prompts(specs, generator, target, max_new_tokens, prompt_style_of(directory))
     speculative = any(m != "none" for m in config.modes)
     drafter, drafter_info = choose_drafter(generator, drafter, seed) if speculative else (None, None)
     peer_list, skipped = make_peers(peer_names, generator, directory, source.gguf)

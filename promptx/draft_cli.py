@@ -190,8 +190,10 @@ def prefix_length(tokenizer, messages: list[dict], ids: Sequence[int]) -> int:
 
 def build_items(tokenizer, registry, per_task: dict[str, list[PromptSpec]], *, limit: int | None = None,
                 seed: int = 0, greedy_fraction: float = 0.3, style_fraction: float = 0.25,
-                max_new_tokens: int | None = None, max_prompt_tokens: int | None = None):
-    """GenerationItems for the prompt specs, rendered as the Enhancer renders them at serving time."""
+                max_new_tokens: int | None = None, max_prompt_tokens: int | None = None,
+                prompt_style: str = "full"):
+    """GenerationItems for the prompt specs, rendered as the Enhancer renders them at serving time
+    (``prompt_style``: the model's, see ``promptx.models.prompt_style_of``)."""
     from engine.sampling import SamplingParams
     from engine.training.data import GenerationItem
 
@@ -220,7 +222,7 @@ def build_items(tokenizer, registry, per_task: dict[str, list[PromptSpec]], *, l
                 continue
             messages = render_messages(request.profile, request.prompt, image_facts=request.image_facts,
                                        caption=request.caption, style=request.style, language=request.language,
-                                       system_prompt=request.system_prompt)
+                                       system_prompt=request.system_prompt, prompt_style=prompt_style)
         except PromptxError:
             continue
         ids = tokenizer.encode_chat(messages)
@@ -326,8 +328,11 @@ def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, st
         raise click.ClickException(f"unknown tasks {sorted(unknown)}; choose from {', '.join(TASKS)}")
     target, tokenizer, directory = _load_target(model, quiet)
     per_task = load_prompt_specs(prompts_dir, wanted, seed=seed)
+    from .models import prompt_style_of
+
     items = build_items(tokenizer, _registry(templates_dir), per_task, limit=limit, seed=seed,
-                        greedy_fraction=greedy_fraction, style_fraction=style_fraction, max_new_tokens=max_new_tokens)
+                        greedy_fraction=greedy_fraction, style_fraction=style_fraction, max_new_tokens=max_new_tokens,
+                        prompt_style=prompt_style_of(directory))
     if not items:
         raise click.ClickException("no prompts to generate from")
     summary = generate_dataset(target, items, out_dir, eos_ids=_eos_ids(target, tokenizer), batch_size=batch_size,
@@ -442,7 +447,9 @@ def eval_(model, drafter_dir, data_dir, val_fraction, prompts_dir, n_prompts, ma
     from engine.training.train import measure_tau
 
     _setup_threads(threads)
-    target, tokenizer, _ = _load_target(model, quiet)
+    from .models import prompt_style_of
+
+    target, tokenizer, directory = _load_target(model, quiet)
     eos = _eos_ids(target, tokenizer)
     drafter = load_drafter(drafter_dir, target)
     groups: dict[str, list[tuple[list[int], float, float, float]]] = {}
@@ -456,7 +463,7 @@ def eval_(model, drafter_dir, data_dir, val_fraction, prompts_dir, n_prompts, ma
         per_task = load_prompt_specs(prompts_dir, TASKS, seed=seed, heldout=True)
         for task in TASKS:
             items = build_items(tokenizer, _registry(None), {task: per_task.get(task, [])}, limit=n_prompts,
-                                seed=seed, greedy_fraction=0.0)
+                                seed=seed, greedy_fraction=0.0, prompt_style=prompt_style_of(directory))
             groups[task] = [(list(it.prompt_ids), it.params.temperature, it.params.top_p,
                              it.params.repetition_penalty) for it in items]
     tree = TreeConfig(budget, depth, top_k)

@@ -48,6 +48,8 @@ class Enhancer:
                  quiet: bool = False, planner: str = "harness") -> None:
         self._model, self._drafter, self._dtype, self._device = model, drafter, dtype, device
         self._planner = planner
+        if backend is not None and not isinstance(backend, Backend):
+            raise InvalidInputError(f"backend must subclass promptx.backends.Backend, not {type(backend).__name__}")
         self._backend = backend
         self._quiet = quiet
         self.system_prompt = system_prompt
@@ -77,7 +79,7 @@ class Enhancer:
         if self._batcher is not None:
             return self._batcher
         with self._lock:
-            if self._batcher is None and hasattr(self.backend, "generate_many"):
+            if self._batcher is None and self.backend.batches:
                 self._batcher = RequestBatcher(self.backend.generate_many)
             return self._batcher
 
@@ -125,11 +127,11 @@ class Enhancer:
     def _first_attempts(self, requests: list[EnhanceRequest], seeds: list[list[int]]) -> list[GenerationOutput | None]:
         """The first attempt of every request in one batched decode, where the backend batches."""
         todo = [(r, s[0]) for r, s in zip(requests, seeds) if not r.skip_reason]
-        batched = getattr(self.backend, "generate_many", None)
-        if batched is None or len(todo) < 2:
+        if not self.backend.batches or len(todo) < 2:
             return [None] * len(requests)
         style = self.backend.prompt_style
-        outputs = iter(batched([(_messages(r, style), self._options(r, seed)) for r, seed in todo]))
+        requests_ = [(_messages(r, style), self._options(r, seed)) for r, seed in todo]
+        outputs = iter(self.backend.generate_many(requests_))
         return [None if r.skip_reason else next(outputs) for r in requests]
 
     def _run(self, request: EnhanceRequest, on_delta, first: GenerationOutput | None = None,

@@ -117,6 +117,14 @@ def resolve_model(spec: str | os.PathLike | None = None) -> ModelSource:
         f"or nothing for the embedded default")
 
 
+def prompt_style_of(directory: Path) -> str:
+    """How to prompt the model in ``directory``: "short" where promptx's tuning was merged
+    in (``promptx tune``, the shipped adapter), else "full" (system prompt + few-shot examples)."""
+    from engine.training.lora import read_adapter_note
+
+    return read_adapter_note(directory).get("extra", {}).get("prompt_style", "full")
+
+
 def prepare(source: ModelSource, *, quiet: bool = False) -> Path:
     """Make sure the source's directory exists, converting its GGUF once if needed."""
     if source.ready:

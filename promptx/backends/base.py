@@ -10,7 +10,8 @@ promptx errors (``BackendError``, ``PromptTooLongError``), never bare ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator, Protocol
+from abc import ABC, abstractmethod
+from typing import Callable, Iterator
 
 Messages = list[dict[str, str]]
 
@@ -68,14 +69,31 @@ class GenerationRun:
         return self.output
 
 
-class Backend(Protocol):
-    name: str
-    model_name: str
-    context_window: int
+class Backend(ABC):
+    """What Enhancer calls. A new backend subclasses this and implements the abstract members."""
+
+    name: str = "backend"
+    model_name: str = ""
     #: "full": the profile's system prompt and few-shot examples; "short": a model tuned
     #: for promptx, given the short system prompt only (promptx.render.TUNED_SYSTEM_PROMPT)
-    prompt_style: str
+    prompt_style: str = "full"
+    #: True when ``generate_many`` decodes its requests together (Enhancer then groups
+    #: concurrent callers' requests into one call); False: one after another
+    batches: bool = False
 
-    def count_prompt_tokens(self, messages: Messages) -> int: ...
+    @property
+    @abstractmethod
+    def context_window(self) -> int:
+        """Tokens of prompt + output the model can hold."""
 
-    def start(self, messages: Messages, options: GenerationOptions) -> GenerationRun: ...
+    @abstractmethod
+    def count_prompt_tokens(self, messages: Messages) -> int:
+        """Tokens the chat takes as a prompt."""
+
+    @abstractmethod
+    def start(self, messages: Messages, options: GenerationOptions) -> GenerationRun:
+        """Begin generating; iterate the run for text deltas."""
+
+    def generate_many(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
+        """Every request's output, in order (here one after another)."""
+        return [self.start(messages, options).finish() for messages, options in requests]

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import BackendError, ModelError, PromptTooLongError
-from ..models import ModelSource, prepare, resolve_model
-from .base import GenerationOptions, GenerationOutput, GenerationRun, Messages
+from ..models import ModelSource, prepare, prompt_style_of, resolve_model
+from .base import Backend, GenerationOptions, GenerationOutput, GenerationRun, Messages
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(Backend):
     name = "embedded"
-    prompt_style = "full"
+    batches = True
 
     def __init__(self, model: str | Path | None = None, *, dtype: str | None = None,
                  device: str | None = None, drafter: str | Path | None = None, quiet: bool = False,
@@ -36,7 +36,7 @@ class EmbeddedBackend:
                                                 device=device)
         except (ValueError, OSError, RuntimeError) as exc:
             raise ModelError(f"cannot load model {self.model_name}: {exc}") from exc
-        self.prompt_style = _prompt_style(directory)
+        self.prompt_style = prompt_style_of(directory)
         self._attach_drafter(drafter, planner, quiet)
 
     @classmethod
@@ -221,10 +221,3 @@ def _resolve_dtype(dtype: str | None, device, drafter) -> str:
     if dtype not in (None, "auto"):
         return dtype
     return "auto" if drafter is not None else fastest_dtype(device)
-
-
-def _prompt_style(directory: Path) -> str:
-    """"short" for a directory promptx's tuning was merged into (see ``promptx tune``), else "full"."""
-    from engine.training.lora import read_adapter_note
-
-    return read_adapter_note(directory).get("extra", {}).get("prompt_style", "full")

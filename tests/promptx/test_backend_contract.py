@@ -1,0 +1,85 @@
+"""The Backend contract: a second backend is a subclass implementing its abstract members, nothing else.
+
+The backend here writes what a test tells it to (a scripted writer), which is what lets these
+tests check the Enhancer's side of the contract: the chat it sends, the prompt style it honours,
+the assessment and fallback it applies to what comes back. The embedded model's own behaviour is
+tested in test_enhance.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from promptx import Enhancer
+from promptx.backends import Backend, GenerationOptions, GenerationOutput, GenerationRun
+from promptx.errors import InvalidInputError
+
+
+class ScriptedBackend(Backend):
+    """Answers each call with the next scripted text and records the chats it was sent."""
+
+    name = "scripted"
+    model_name = "script"
+
+    def __init__(self, answers: list[str], prompt_style: str = "full") -> None:
+        self.answers, self.chats, self.prompt_style = list(answers), [], prompt_style
+
+    @property
+    def context_window(self) -> int:
+        return 4096
+
+    def count_prompt_tokens(self, messages) -> int:
+        return sum(len(m["content"].split()) for m in messages)
+
+    def start(self, messages, options: GenerationOptions) -> GenerationRun:
+        self.chats.append(messages)
+        text = self.answers.pop(0)
+
+        def deltas(run: GenerationRun):
+            for word in text.split(" "):
+                yield word + " "
+            run.output = GenerationOutput(text=text, prompt_tokens=self.count_prompt_tokens(messages),
+                                          completion_tokens=len(text.split()), finish_reason="stop",
+                                          latency_s=0.01, tokens_per_s=100.0)
+
+        return GenerationRun(deltas)
+
+
+FAITHFUL = ("A ginger cat rides a red skateboard down a quiet sunlit street, its paws spread wide for balance "
+            "and its tail held high. Warm late afternoon light, shallow depth of field, a low camera angle "
+            "and soft shadows on the asphalt, crisp detailed photograph.")
+INVENTED = ("A ginger cat rides a skateboard while a barking dog chases it down the street and a boy on a "
+            "bicycle cheers from the pavement, warm light, low camera angle, detailed photograph.")
+
+
+def test_a_subclass_is_all_a_new_backend_needs():
+    backend = ScriptedBackend([FAITHFUL])
+    result = Enhancer(backend=backend, retries=0).enhance("a cat on a skateboard", "image", seed=1)
+    assert result.text.startswith("A ginger cat rides") and not result.fallback
+    assert result.stats.backend == "scripted" and result.stats.attempts == 1
+    assert len(backend.chats[0]) > 2                       # full style: system + few-shot examples + input
+
+
+def test_a_rejected_output_is_retried_then_falls_back_with_the_finding():
+    backend = ScriptedBackend([INVENTED, INVENTED])
+    result = Enhancer(backend=backend, retries=1).enhance("a cat on a skateboard", "image", seed=1)
+    assert result.fallback and result.text == "a cat on a skateboard"
+    assert "dog" in result.reason and result.stats.attempts == 2
+
+
+def test_enhance_many_runs_one_by_one_on_a_backend_that_does_not_batch():
+    backend = ScriptedBackend([FAITHFUL, FAITHFUL], prompt_style="short")
+    results = Enhancer(backend=backend, retries=0).enhance_many(["a cat on a skateboard"] * 2, "image", seed=1)
+    assert [r.fallback for r in results] == [False, False]
+    assert [len(chat) for chat in backend.chats] == [2, 2]      # short style: system + input only
+
+
+def test_something_that_is_not_a_backend_is_refused():
+    with pytest.raises(InvalidInputError, match="must subclass promptx.backends.Backend"):
+        Enhancer(backend=object())
+
+    class Incomplete(Backend):
+        name = "incomplete"
+
+    with pytest.raises(TypeError):
+        Incomplete()
