@@ -90,9 +90,18 @@ def test_tune_trains_resumes_and_writes_a_model_enhance_can_use(tmp_path, model_
     assert EmbeddedBackend(model_dir, dtype="float32", quiet=True).prompt_style == "full"
 
 
-def test_the_default_model_merges_a_shipped_adapter_when_prepared(tmp_path, fp32_model, monkeypatch):
-    """The adapter applied at prepare time gives the logits of the LoRA model it was trained as."""
+def test_the_default_model_merges_a_shipped_adapter_when_prepared(tmp_path, fp32_model, model_dir, monkeypatch):
+    """The adapter applied at prepare time gives the logits of the LoRA model it was trained as.
+
+    The GGUF conversion itself is tested in test_models.py; here it copies the converted directory."""
+    import shutil
+
     import torch
+
+    import engine.gguf_convert
+
+    monkeypatch.setattr(engine.gguf_convert, "convert_gguf",
+                        lambda gguf, out: shutil.copytree(model_dir, out, dirs_exist_ok=True))
 
     from engine.training.lora import LoRALinear, attach_lora, save_adapter
     from promptx import models
