@@ -37,10 +37,16 @@ def test_a_drafter_ships_with_a_model_card():
 
 
 @pytest.fixture(scope="module")
-def pair(fp32_model):
+def pair():
+    """The drafter with the model it was trained on: the untuned embedded model (retraining it on
+    the tuned default is issue 13's item 4; on the tuned model this tau is 1.93, losslessness holds)."""
+    import torch
+
+    from engine.loading import load_model
+    from promptx import models
     from promptx.backends.drafters import load_drafter_for
 
-    model, tokenizer = fp32_model
+    model, tokenizer = load_model(models.prepare(models.resolve_model(models.BASE_NAME), quiet=True), torch.float32)
     path = find_drafter(model)
     assert path is not None, "the shipped drafter does not match the embedded model's fingerprint"
     drafter, _ = load_drafter_for(model, path)
