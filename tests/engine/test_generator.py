@@ -26,7 +26,13 @@ def test_int8_decodes_and_never_speculates(model_dir):
     generator = Generator.from_dir(model_dir, dtype="int8")
     generator.drafter = Drafter(DrafterConfig.for_target(generator.model.config))   # never used
     assert not generator.can_speculate
-    ids = generator.tokenizer.encode_chat([{"role": "user", "content": "Describe a red kite."}])
+    # a real enhancement prompt in the model's own style (the tuned default may end a bare chat at once)
+    from promptx.models import prompt_style_of
+    from promptx.render import render_messages
+    from promptx.template_registry import default_registry
+
+    messages = render_messages(default_registry().get("image"), "a red kite", prompt_style=prompt_style_of(model_dir))
+    ids = generator.tokenizer.encode_chat(messages)
     stats = DecodeStats()
     out = generator.generate(ids, SamplingParams(max_new_tokens=12), speculative=True, stats=stats)
     assert 0 < len(out) <= 12 and stats.accepted_lengths == []   # plain decoding ran
