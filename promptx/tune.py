@@ -106,7 +106,7 @@ def passes_on(enhancer, rows: Sequence[PairRow], *, seed: int = 0) -> CheckResul
     return result
 
 
-def _checker(rows: Sequence[PairRow], registry, tokenizer, name: str, log) -> Callable:
+def _checker(rows: Sequence[PairRow], tokenizer, name: str) -> Callable:
     """``check(model, step)`` for train_lora: the pass rate of the model being trained."""
     from engine.generator import Generator
 
@@ -156,7 +156,7 @@ def tune(model_dir: Path, base_name: str, train_rows: Sequence[PairRow], heldout
                        extra=json.dumps({"prompt_style": PROMPT_STYLE, "train_pairs": len(train_rows)}))
     train = pair_records(train_rows, registry, tokenizer)
     heldout = pair_records(balanced(heldout_rows, val_pairs), registry, tokenizer)
-    check = _checker(balanced(heldout_rows, check_prompts), registry, tokenizer, base_name, log) \
+    check = _checker(balanced(heldout_rows, check_prompts), tokenizer, base_name) \
         if check_prompts else None
     result = train_lora(model, info, train, out_dir, config, val_records=heldout, check=check, resume=resume,
                         progress=progress, log=log)

@@ -87,7 +87,10 @@ def test_tune_trains_resumes_and_writes_a_model_enhance_can_use(tmp_path, model_
 
     backend = EmbeddedBackend(out / "model", dtype="float32", quiet=True)
     assert backend.prompt_style == "short"
-    assert EmbeddedBackend(model_dir, dtype="float32", quiet=True).prompt_style == "full"
+    from promptx import models
+
+    base = models.prepare(models.resolve_model(models.BASE_NAME), quiet=True)
+    assert EmbeddedBackend(base, dtype="float32", quiet=True).prompt_style == "full"
 
 
 def test_the_default_model_merges_a_shipped_adapter_when_prepared(tmp_path, fp32_model, model_dir, monkeypatch):
