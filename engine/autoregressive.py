@@ -12,6 +12,7 @@ from typing import Iterator, Sequence
 
 import torch
 
+from .commit import commit_tokens
 from .model import Transformer
 from .prefix_cache import PrefixCache, prefill_split
 from .sampling import SamplingParams, make_generator, pick_token
@@ -47,14 +48,10 @@ def decode_autoregressive(model: Transformer, prompt_ids: Sequence[int], params:
     started = time.perf_counter()
     while True:
         token = pick_token(logits, stop.tokens, params, generator)
-        finished = stop.accept(token)
-        if token not in stop.eos_ids:
-            stats.new_tokens += 1
-            yield token
-        if finished:
+        yield from commit_tokens([token], stop, stats)
+        if stop.done:
             break
         logits = model(torch.tensor([[token]], device=cache.k.device), cache).logits[0, -1]
         cache.commit(1)
         stats.target_forwards += 1
     stats.decode_s = time.perf_counter() - started
-    stats.finish_reason = stop.finish_reason

@@ -12,8 +12,8 @@ re-packed. Finished rows leave the batch. Verification per row is
 ``engine.verify``, so every row's output equals its single-sequence output
 (greedy: token for token).
 
-Trees come from a ``TreeConfig`` every round, or from a batch planner (the
-harness) choosing the config per round. Not here: single-sequence decoding
+Each round's tree shape comes from the ``Planner`` (``engine.planner``): one
+``TreeConfig`` every round (``FixedTree``) or the harness choosing it per round. Not here: single-sequence decoding
 (``engine.speculative``), tree bookkeeping (``engine.tree``).
 """
 
@@ -21,29 +21,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol, Sequence
+from typing import Iterator, Sequence
 
 import torch
 
+from .commit import commit_tokens
 from .drafter import Drafter
 from .model import Transformer
 from .sampling import SamplingParams, make_generator, pick_token
-from .speculative import TreeConfig
+from .planner import Planner, TreeConfig
+from .speculative import FixedTree
 from .stats import DecodeStats
 from .stopping import StopChecker
 from .tree import DraftTree, TreeExpansion
 from .verify import verify
-
-
-class BatchPlanner(Protocol):
-    """Chooses the tree shape of each batched round and learns from its outcome (``engine.harness``)."""
-
-    max_nodes: int
-
-    def batch_config(self, context: int, batch: int) -> TreeConfig: ...
-
-    def observe_batch(self, config: TreeConfig, trees: Sequence[DraftTree], results: Sequence,
-                      draft_s: float, verify_s: float, stats: Sequence[DecodeStats]) -> None: ...
 
 
 # ---- cache layout --------------------------------------------------------------------------------
@@ -285,26 +276,23 @@ def _prefill(model: Transformer, drafter: Drafter | None, rows: list[_Row], max_
 def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompts: Sequence[Sequence[int]],
                              params: Sequence[SamplingParams], stops: Sequence[StopChecker],
                              stats: Sequence[DecodeStats] | None = None,
-                             config: "TreeConfig | BatchPlanner | None" = None) -> Iterator[tuple[int, list[int]]]:
+                             planner: Planner | None = None) -> Iterator[tuple[int, list[int]]]:
     """Yield (sequence index, accepted tokens) as rounds finish; each sequence's output equals its
     ``decode_speculative`` / ``decode_autoregressive`` output (greedy: exactly).
 
-    ``drafter=None`` with a budget-0 config is batched plain decoding (no drafter work at all)."""
+    ``planner`` gives each round's tree shape (default ``FixedTree()``). ``drafter=None`` with a
+    planner of budget 0 (``FixedTree(TreeConfig(budget=0))``) is batched plain decoding."""
     if not (len(prompts) == len(params) == len(stops)) or not prompts:
         raise ValueError("need one or more prompts, with one SamplingParams and StopChecker each")
-    if drafter is None and (hasattr(config, "batch_config") or config is None or config.budget):
-        raise ValueError("without a drafter only plain batched decoding (a budget-0 TreeConfig) is possible")
+    planner = planner if planner is not None else FixedTree()
+    if drafter is None and planner.max_nodes:
+        raise ValueError("without a drafter only plain batched decoding (a budget-0 FixedTree) is possible")
     if any(not p for p in prompts):
         raise ValueError("every prompt needs at least one token")
     stats = list(stats) if stats is not None else [DecodeStats() for _ in prompts]
-    planner = config if hasattr(config, "batch_config") else None
-    fixed = None if planner is not None else (config or TreeConfig())
-    if fixed is not None and not isinstance(fixed, TreeConfig):
-        raise ValueError(f"config must be a TreeConfig or a batch planner (the harness), not {type(fixed).__name__}")
     if len(stats) != len(prompts):
         raise ValueError(f"got {len(stats)} DecodeStats for {len(prompts)} prompts")
-    max_nodes = planner.max_nodes if planner is not None else fixed.budget
-    draft_slots = planner.draft_slots if planner is not None else fixed.max_depth * fixed.top_k
+    max_nodes, draft_slots = planner.max_nodes, planner.draft_slots
     rows = [_Row(i, list(p), sp, st, s, make_generator(sp.seed)) for i, (p, sp, st, s)
             in enumerate(zip(prompts, params, stops, stats))]
     for row in rows:
@@ -320,13 +308,10 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
         row.stats.prefill_s = time.perf_counter() - started
     live = []
     for r, row in enumerate(rows):
-        done = row.stop.accept(row.root)
-        if row.root not in row.stop.eos_ids:
-            row.stats.new_tokens += 1
-            yield row.index, [row.root]
-        if done:
-            row.stats.finish_reason = row.stop.finish_reason
-        else:
+        emitted = commit_tokens([row.root], row.stop, row.stats)
+        if emitted:
+            yield row.index, emitted
+        if not row.stop.done:
             live.append(r)
     # drafter entries: target feature at position i + token i+1 (the last prompt feature + root)
     if draft is not None:
@@ -336,7 +321,7 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
     rows = _keep(rows, live, target, draft)
     decode_started = time.perf_counter()
     while rows:
-        tree_config = planner.batch_config(target.length, len(rows)) if planner is not None else fixed
+        tree_config = planner.batch_config(target.length, len(rows))
         target.ensure_room(tree_config.budget + 1)
         if draft is not None:   # tree passes are rolled back before the catch-up writes
             draft.ensure_room(max(tree_config.max_depth * tree_config.top_k, tree_config.budget + 1))
@@ -347,20 +332,17 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
         results = [verify(tree, logits[r, : tree.size + 1], row.stop.tokens, row.params, row.generator)
                    for r, (row, tree) in enumerate(zip(rows, trees))]
         t2 = time.perf_counter()
-        if planner is not None:
-            planner.observe_batch(tree_config, trees, results, t1 - t0, t2 - t1, [row.stats for row in rows])
+        planner.observe_batch(tree_config, trees, results, t1 - t0, t2 - t1, [row.stats for row in rows])
         start, live = target.length, []
         for r, (row, tree, result) in enumerate(zip(rows, trees, results)):
             s = row.stats
             s.draft_s, s.verify_s, s.target_forwards = s.draft_s + t1 - t0, s.verify_s + t2 - t1, s.target_forwards + 1
             s.record_round(result.num_accepted, tree.max_depth)
-            used = row.stop.accept_many(result.tokens)
-            emitted = [t for t in result.tokens[:used] if t not in row.stop.eos_ids]
-            s.new_tokens += len(emitted)
+            emitted = commit_tokens(result.tokens, row.stop, s)
             if emitted:
                 yield row.index, emitted
             if row.stop.done:
-                s.finish_reason, s.decode_s = row.stop.finish_reason, time.perf_counter() - decode_started
+                s.decode_s = time.perf_counter() - decode_started
             else:
                 live.append(r)
         kept = [result.kept_rows for result in results]

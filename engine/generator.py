@@ -19,6 +19,7 @@ from .autoregressive import decode_autoregressive
 from .device import INT8, PLAIN_ONLY, parse_dtype
 from .loading import load_model, model_identity
 from .model import Transformer
+from .planner import Planner
 from .prefix_cache import PrefixCache, prefix_dir
 from .sampling import SamplingParams
 from .stats import DecodeStats
@@ -28,12 +29,12 @@ from .tokenizer import ChatTokenizer
 
 class Generator:
     def __init__(self, model: Transformer, tokenizer: ChatTokenizer, drafter=None,
-                 tree_config=None, *, exact_batches: bool = True, prefixes: PrefixCache | None = None) -> None:
+                 planner: Planner | None = None, *, exact_batches: bool = True, prefixes: PrefixCache | None = None) -> None:
         self.model, self.tokenizer = model, tokenizer
         # False when a row's result depends on the other rows of a pass (int8, mixed): then
         # tree verification could differ from plain decoding, so speculation is off.
         self.exact_batches = exact_batches
-        self.drafter, self.tree_config = drafter, tree_config
+        self.drafter, self.planner = drafter, planner
         # prompt-prefix KV reuse: only where decoding is plain-only (see engine.prefix_cache)
         self.prefixes = prefixes if not exact_batches else None
         self.lock = threading.Lock()   # one decode at a time per loaded model
@@ -65,15 +66,15 @@ class Generator:
     def can_speculate(self) -> bool:
         return self.drafter is not None and self.exact_batches
 
-    def planner_for(self, params: SamplingParams):
+    def planner_for(self, params: SamplingParams) -> Planner:
         """The tree planner for a decode: the attached one (e.g. the harness) for greedy decoding;
-        for sampling a fixed tree, because the harness's choices depend on measured timings and
-        a seed must give the same text every time."""
-        from .speculative import TreeConfig
+        for sampling a fixed tree when the attached one adapts to measured timings, because a
+        seed must give the same text every time."""
+        from .speculative import FixedTree
 
-        if self.tree_config is None or (not params.greedy and hasattr(self.tree_config, "batch_config")):
-            return TreeConfig()
-        return self.tree_config
+        if self.planner is None or (not params.greedy and self.planner.adaptive):
+            return FixedTree()
+        return self.planner
 
     def stop_checker(self, params: SamplingParams, stop_if=None) -> StopChecker:
         return StopChecker(self.eos_ids, params.max_new_tokens, params.stop_strings, self.tokenizer.decode,

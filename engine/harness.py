@@ -32,7 +32,8 @@ from .cost_table import CostTable, CostTableError, table_path
 from .drafter import Drafter
 from .model import Transformer
 from .sampling import SamplingParams
-from .speculative import DraftPass, DraftState, TreeConfig, decode_speculative
+from .planner import Planner, TreeConfig
+from .speculative import DraftPass, DraftState, decode_speculative
 from .stats import DecodeStats
 from .stopping import StopChecker
 from .tree import DraftTree, TreeExpansion, select_top_nodes
@@ -55,8 +56,10 @@ class HarnessConfig:
     pace_margin: float = 0.03      # speculate unless its seconds per token are this much worse
 
 
-class Harness:
-    """Cost-aware planner for ``decode_speculative`` (batch 1 by default)."""
+class Harness(Planner):
+    """Cost-aware planner for ``decode_speculative`` (batch 1 by default) and batched rounds."""
+
+    adaptive = True      # its trees follow measured timings
 
     def __init__(self, costs: CostTable | Callable[[], CostTable], config: HarnessConfig | None = None,
                  calibrator: AcceptanceCalibrator | None = None, batch: int = 1) -> None:

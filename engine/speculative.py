@@ -21,53 +21,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Iterator, Protocol, Sequence
+from typing import Iterator, Sequence
 
 import torch
 
 from .autoregressive import prefill
 from .drafter import Drafter
+from .commit import commit_tokens
 from .model import Transformer
+from .planner import Planner, TreeConfig
 from .sampling import SamplingParams, make_generator, pick_token
 from .stats import DecodeStats
 from .stopping import StopChecker
 from .tree import DraftTree, TreeExpansion
 from .verify import verify
-
-
-@dataclass(frozen=True)
-class TreeConfig:
-    """Shape of the draft tree: verification budget N, max depth, top-k (k = 1 is a chain)."""
-
-    budget: int = 16
-    max_depth: int = 6
-    top_k: int = 4
-
-    def __post_init__(self) -> None:
-        if self.budget < 0 or self.max_depth < 1 or self.top_k < 1:
-            raise ValueError("tree config needs budget >= 0, max_depth >= 1, top_k >= 1")
-
-    @classmethod
-    def chain(cls, length: int) -> "TreeConfig":
-        """A chain of ``length`` draft tokens; length 0 is a plain decoding step (nothing drafted)."""
-        return cls(budget=length, max_depth=max(length, 1), top_k=1)
-
-
-class TreePlanner(Protocol):
-    """Decides each round's draft tree (``FixedTree``, ``engine.harness.Harness``)."""
-
-    max_nodes: int        # most tree nodes a round verifies
-    draft_slots: int      # most drafter cache slots one tree may use
-
-    def draft(self, drafter: Drafter, state: "DraftState", context: int) -> DraftTree: ...
-
-    def observe(self, tree: DraftTree, result, draft_s: float, verify_s: float, stats: DecodeStats) -> None: ...
-
-    def plain_steps(self, context: int) -> int:
-        """Plain decoding steps to take before the next draft (0: draft now)."""
-
-    def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
-        """Wall time of a speculative round or a run of plain steps, everything included."""
 
 
 @dataclass
@@ -126,26 +93,21 @@ def draft_tree(drafter: Drafter, state: DraftState, config: TreeConfig) -> Draft
     return expansion.finish()
 
 
-class FixedTree:
-    """Planner with a fixed tree shape (``TreeConfig``): the EAGLE-2 tree every round."""
+class FixedTree(Planner):
+    """Planner with a fixed tree shape (``TreeConfig``): the EAGLE-2 tree every round
+    (batched rounds: the same shape for every row)."""
 
-    def __init__(self, config: TreeConfig) -> None:
-        self.config = config
-        self.max_nodes = config.budget
-        self.max_depth = config.max_depth
-        self.draft_slots = config.max_depth * config.top_k
+    def __init__(self, config: TreeConfig | None = None) -> None:
+        self.config = config or TreeConfig()
+        self.max_nodes = self.config.budget
+        self.max_depth = self.config.max_depth
+        self.draft_slots = self.config.max_depth * self.config.top_k
 
     def draft(self, drafter: Drafter, state: DraftState, context: int) -> DraftTree:
         return draft_tree(drafter, state, self.config)
 
-    def observe(self, tree: DraftTree, result, draft_s: float, verify_s: float, stats: DecodeStats) -> None:
-        """Fixed trees learn nothing from a round."""
-
-    def plain_steps(self, context: int) -> int:
-        return 0                                  # a fixed tree drafts every round
-
-    def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
-        """Fixed trees ignore the pace."""
+    def batch_config(self, context: int, batch: int) -> TreeConfig:
+        return self.config
 
 
 def drafter_catch_up(drafter: Drafter, state: DraftState, taps: torch.Tensor, next_tokens: Sequence[int]) -> None:
@@ -195,24 +157,23 @@ class _PlainRun:
                                       "predicted_accepted": None, "predicted_s": None, "seconds": round(seconds, 5)})
             self.taps.append(out.taps)
             self.tokens.append(token)
-            finished = self.stop.accept(token)
-            if token not in self.stop.eos_ids:
-                self.stats.new_tokens += 1
-                yield [token]
-            if finished:
+            emitted = commit_tokens([token], self.stop, self.stats)
+            if emitted:
+                yield emitted
+            if self.stop.done:
                 return
 
 
 @torch.inference_mode()
 def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequence[int], params: SamplingParams,
                        stop: StopChecker, stats: DecodeStats | None = None,
-                       config: "TreeConfig | TreePlanner | None" = None) -> Iterator[list[int]]:
+                       planner: Planner | None = None) -> Iterator[list[int]]:
     """Yield accepted tokens per round; greedy output equals ``decode_autoregressive`` exactly.
 
-    ``config``: a fixed ``TreeConfig`` (default ``TreeConfig()``) or a planner that drafts each
-    round's tree and observes its outcome (``FixedTree``, ``engine.harness.Harness``).
+    ``planner`` drafts each round's tree and observes its outcome (default ``FixedTree()``;
+    ``engine.harness.Harness`` sizes trees from measured costs).
     """
-    planner = config if hasattr(config, "draft") else FixedTree(config or TreeConfig())
+    planner = planner if planner is not None else FixedTree()
     stats = stats if stats is not None else DecodeStats()
     stats.prompt_tokens = len(prompt_ids)
     if stop.done:
@@ -225,22 +186,16 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     root = pick_token(out.logits[0, -1], stop.tokens, params, generator)
     stats.prefill_s = time.perf_counter() - started
     started = time.perf_counter()
-    if stop.accept(root):
-        stats.finish_reason = stop.finish_reason
-        if root not in stop.eos_ids:
-            stats.new_tokens += 1
-            yield [root]
+    emitted = commit_tokens([root], stop, stats)
+    if emitted:
+        yield emitted
+    if stop.done:
         return
-    stats.new_tokens += 1
-    yield [root]
     state = DraftState(drafter.new_cache(capacity + planner.draft_slots), root_out=None)
     drafter_catch_up(drafter, state, out.taps, list(prompt_ids[1:]) + [root])
-    # planners written before plain steps existed simply draft every round
-    plain_steps = getattr(planner, "plain_steps", lambda context: 0)
-    observe_pace = getattr(planner, "observe_pace", lambda tokens, seconds, plain: None)
     while True:
         paced = time.perf_counter()
-        steps = plain_steps(cache.length)
+        steps = planner.plain_steps(cache.length)
         if steps:       # speculation predicted not to pay: plain steps, drafter fed afterwards
             run = _PlainRun(model, cache, root, params, stop, stats, generator)
             yield from run.steps(steps)
@@ -248,7 +203,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
                 break
             drafter_catch_up(drafter, state, torch.cat(run.taps, dim=1), run.tokens)
             root = run.tokens[-1]
-            observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)  # catch-up included
+            planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)  # catch-up included
             continue
         t0 = time.perf_counter()
         tree = planner.draft(drafter, state, cache.length)
@@ -261,9 +216,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         stats.target_forwards += 1
         planner.observe(tree, result, t1 - t0, t2 - t1, stats)
         stats.record_round(result.num_accepted, tree.max_depth)
-        used = stop.accept_many(result.tokens)
-        emitted = [t for t in result.tokens[:used] if t not in stop.eos_ids]
-        stats.new_tokens += len(emitted)
+        emitted = commit_tokens(result.tokens, stop, stats)
         if emitted:
             yield emitted
         if stop.done:
@@ -272,6 +225,5 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         cache.compact(torch.tensor(rows) + cache.length)
         drafter_catch_up(drafter, state, taps[:, rows], result.tokens)
         root = result.tokens[-1]
-        observe_pace(len(result.tokens), time.perf_counter() - paced, plain=False)
+        planner.observe_pace(len(result.tokens), time.perf_counter() - paced, plain=False)
     stats.decode_s = time.perf_counter() - started
-    stats.finish_reason = stop.finish_reason

@@ -51,7 +51,7 @@ def parse_modes(value: str) -> tuple[str, ...]:
 
 
 def parse_peers(value: str) -> tuple[str, ...]:
-    from engine.bench_peers import PEERS
+    from engine.bench import PEERS
 
     peers = tuple(dict.fromkeys(p for p in _split(value) if p != "none"))
     unknown = [p for p in peers if p not in PEERS]
@@ -323,7 +323,7 @@ def bench(prompt_file, file_format, target, model, drafter, max_new_tokens, temp
 
         torch.set_num_threads(threads)
     from engine.bench import BenchConfig, BenchError, run_bench
-    from engine.bench_peers import make_peers
+    from engine.bench import make_peers
 
     try:
         config = BenchConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,

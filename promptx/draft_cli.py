@@ -352,6 +352,9 @@ def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, st
 @click.option("--chunk-norms/--no-chunk-norms", default=True, show_default=True,
               help="EAGLE-3.1 per-chunk norms before fc (off: plain EAGLE-3 tensors only).")
 @click.option("--freeze-head", is_flag=True, help="Keep the reduced-vocabulary head at the target's rows.")
+@click.option("--init", "init_dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="Start from this trained drafter (its architecture and draft vocabulary; "
+                   "--draft-vocab, --window, --no-chunk-norms and --lowrank-rank then do not apply).")
 @click.option("--epochs", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--max-steps", type=click.IntRange(min=1), help="Stop after this many steps (overrides --epochs).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=4, show_default=True)
@@ -373,26 +376,35 @@ def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, st
 @click.option("--lowrank-lr", type=float, default=2e-3, show_default=True)
 @_threads_option
 @click.option("--quiet", is_flag=True)
-def train(model, data_dirs, out_dir, draft_vocab, window, chunk_norms, freeze_head, epochs, max_steps, batch_size,
+def train(model, data_dirs, out_dir, draft_vocab, window, chunk_norms, freeze_head, init_dir, epochs, max_steps,
+          batch_size,
           lr, warmup, ttt_steps, max_length, seed, checkpoint_every, val_every, val_fraction, val_prompts,
           val_max_new_tokens, resume, lowrank_rank, lowrank_candidates, lowrank_steps, lowrank_lr, threads,
           quiet) -> None:
     """Train a drafter for the target on generated data; the result lands in OUT/drafter."""
-    from engine.drafter_checkpoint import save_drafter
+    from engine.drafter_checkpoint import DrafterLoadError, DrafterMismatchError, save_drafter
     from engine.training.data import read_records, split_records
     from engine.training.lowrank import lowrank_stage
-    from engine.training.train import TrainConfig, build_drafter, train_drafter
+    from engine.training.train import TrainConfig, build_drafter, train_drafter, warm_start
 
     _setup_threads(threads)
+    if init_dir is not None:
+        _refuse_with_init(click.get_current_context(), ("draft_vocab", "window", "chunk_norms", "lowrank_rank"))
     records = [r for d in data_dirs for r in read_records(d)]
     if len(records) < 2:
         raise click.ClickException(f"need at least 2 records, found {len(records)} in {', '.join(map(str, data_dirs))}")
     train_records, val_records = split_records(records, val_fraction)
     target, tokenizer, _ = _load_target(model, quiet)
     eos = _eos_ids(target, tokenizer)
-    drafter, info = build_drafter(target, train_records, draft_vocab_size=draft_vocab or None, window=window,
-                                  chunk_norms=chunk_norms, lowrank_rank=lowrank_rank,
-                                  lowrank_candidates=lowrank_candidates, always_include=eos, seed=seed)
+    if init_dir is not None:
+        try:
+            drafter, info = warm_start(target, init_dir, train_records)
+        except (DrafterLoadError, DrafterMismatchError) as exc:
+            raise click.ClickException(f"--init {init_dir}: {exc}") from None
+    else:
+        drafter, info = build_drafter(target, train_records, draft_vocab_size=draft_vocab or None, window=window,
+                                      chunk_norms=chunk_norms, lowrank_rank=lowrank_rank,
+                                      lowrank_candidates=lowrank_candidates, always_include=eos, seed=seed)
     log = (lambda text: None) if quiet else (lambda text: click.echo(f"promptx draft: {text}", err=True))
     log(f"{len(train_records)} training / {len(val_records)} validation records; vocabulary {json.dumps(info)}")
     config = TrainConfig(epochs=epochs, max_steps=max_steps, batch_size=batch_size, lr=lr, warmup_steps=warmup,
@@ -414,6 +426,14 @@ def train(model, data_dirs, out_dir, draft_vocab, window, chunk_norms, freeze_he
                              "seconds": round(stage.seconds, 1)}
     (Path(out_dir) / "summary.json").write_text(json.dumps(report, indent=2) + "\n")
     _echo_json(report)
+
+
+def _refuse_with_init(ctx: click.Context, names: Sequence[str]) -> None:
+    """--init fixes the drafter's architecture: options that would change it are an error."""
+    given = [f"--{n.replace('_', '-')}" for n in names
+             if ctx.get_parameter_source(n) not in (None, click.core.ParameterSource.DEFAULT)]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} cannot be combined with --init (the drafter keeps its own)")
 
 
 @draft.command("eval")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Generator, Iterable, Iterator, Sequence
 
 from .backends.base import Backend, GenerationOptions, GenerationOutput
 from .backends.batcher import RequestBatcher
@@ -90,7 +90,7 @@ class Enhancer:
     def enhance(self, prompt: str | None, target: str = "video", **options) -> EnhancedPrompt:
         """Enhance one prompt. Options: see ``EnhanceRequest`` (image, caption, seed, style, ...)."""
         request = self._request(prompt, target, options)
-        return self._run(request, on_delta=None)      # concurrent callers meet in the batcher
+        return self._run(request)
 
     def enhance_many(self, prompts: Iterable[str], target: str = "video", *, progress: bool = False,
                      batch_size: int = 8, **options) -> list[EnhancedPrompt]:
@@ -109,7 +109,7 @@ class Enhancer:
                 chunk = requests[start: start + batch_size]
                 seeds = [r.seeds(self.retries) for r in chunk]
                 for request, request_seeds, first in zip(chunk, seeds, self._first_attempts(chunk, seeds)):
-                    results.append(self._run(request, on_delta=None, first=first, seeds=request_seeds))
+                    results.append(self._run(request, first=first, seeds=request_seeds))
                     bar.update(1)
         return results
 
@@ -134,8 +134,14 @@ class Enhancer:
         outputs = iter(self.backend.generate_many(requests_))
         return [None if r.skip_reason else next(outputs) for r in requests]
 
-    def _run(self, request: EnhanceRequest, on_delta, first: GenerationOutput | None = None,
+    def _run(self, request: EnhanceRequest, first: GenerationOutput | None = None,
              seeds: list[int] | None = None) -> EnhancedPrompt:
+        return _result_of(self._attempts(request, first, seeds))
+
+    def _attempts(self, request: EnhanceRequest, first: GenerationOutput | None = None,
+                  seeds: list[int] | None = None, *, stream: bool = False) -> Generator[str, None, EnhancedPrompt]:
+        """Try seeds until an output passes the assessment, else fall back; returns the result.
+        With ``stream``, yields the first attempt's text deltas as they are generated."""
         if request.skip_reason:
             return request.unchanged(request.skip_reason, fallback=False)
         messages = _messages(request, self.backend.prompt_style)
@@ -144,8 +150,10 @@ class Enhancer:
         for attempt, seed in enumerate(seeds or request.seeds(self.retries)):
             if attempt == 0 and first is not None:
                 output = first
+            elif attempt == 0 and stream:
+                output = yield from self._streamed(messages, request, seed)
             else:
-                output = self._generate(messages, request, seed, on_delta if attempt == 0 else None)
+                output = self._generate(messages, request, seed)
             totals.add(output)
             text, assessment = self._postprocess(request, _joined(request.opening, output.text))
             if assessment.passed:
@@ -165,18 +173,24 @@ class Enhancer:
                                                - count_words(request.opening)),
                                  constraint=request.constraint)
 
-    def _generate(self, messages, request: EnhanceRequest, seed: int, on_delta) -> GenerationOutput:
-        batcher = self.batcher if on_delta is None else None
-        if batcher is not None:
-            return batcher.generate(messages, self._options(request, seed))
+    def _generate(self, messages, request: EnhanceRequest, seed: int) -> GenerationOutput:
+        if self.batcher is not None:      # concurrent callers meet here
+            return self.batcher.generate(messages, self._options(request, seed))
         with self._lock:                  # a backend that does not batch gets one call at a time
             run = self.backend.start(messages, self._options(request, seed))
             try:
-                first = True
-                for delta in run:
-                    if on_delta is not None:      # the stream shows the answer with its opening
-                        on_delta(_joined(request.opening, delta) if first else delta)
-                    first = False
+                return run.finish()
+            finally:
+                run.close()
+
+    def _streamed(self, messages, request: EnhanceRequest, seed: int) -> Generator[str, None, GenerationOutput]:
+        """One attempt's text deltas as they come (the first with the answer's opening); returns
+        its output. Closing the generator stops the decode at once."""
+        with self._lock:
+            run = self.backend.start(messages, self._options(request, seed))
+            try:
+                for index, delta in enumerate(run):
+                    yield _joined(request.opening, delta) if index == 0 else delta
                 return run.output
             finally:
                 run.close()
@@ -220,54 +234,28 @@ def _joined(opening: str, continuation: str) -> str:
     return opening + continuation
 
 
-class _StreamClosed(Exception):
-    """The consumer of an ``EnhanceStream`` stopped iterating: the decode stops too."""
-
-
 class EnhanceStream:
     """Text deltas of the first attempt as they come; ``result`` once iteration ends.
 
-    Leaving the loop early (``break``, closing the iterator) stops the decode at its next
-    token and frees the model for the next call; ``result`` then stays None."""
+    Leaving the loop early (``break``, closing the iterator) stops the decode at once and
+    frees the model for the next call; ``result`` then stays None."""
 
     def __init__(self, enhancer: Enhancer, request: EnhanceRequest) -> None:
         self._enhancer, self._request = enhancer, request
         self.result: EnhancedPrompt | None = None
 
     def __iter__(self) -> Iterator[str]:
-        import queue
+        with self._enhancer._lock:
+            self.result = yield from self._enhancer._attempts(self._request, stream=True)
 
-        deltas: queue.Queue = queue.Queue()
-        done = object()
-        failure: list[BaseException] = []
-        closed = threading.Event()
 
-        def on_delta(text: str) -> None:
-            if closed.is_set():
-                raise _StreamClosed
-            deltas.put(text)
-
-        def work() -> None:
-            try:
-                with self._enhancer._lock:
-                    self.result = self._enhancer._run(self._request, on_delta=on_delta)
-            except _StreamClosed:
-                pass
-            except BaseException as exc:  # re-raised in the consumer's thread
-                failure.append(exc)
-            finally:
-                deltas.put(done)
-
-        thread = threading.Thread(target=work, daemon=True)
-        thread.start()
-        try:
-            while (item := deltas.get()) is not done:
-                yield item
-        finally:
-            closed.set()                  # after an early exit: the worker stops at its next delta
-        thread.join()
-        if failure:
-            raise failure[0]
+def _result_of(attempts: Generator[str, None, EnhancedPrompt]) -> EnhancedPrompt:
+    """Run an ``_attempts`` generator to its return value (deltas, if any, are dropped)."""
+    try:
+        while True:
+            next(attempts)
+    except StopIteration as stop:
+        return stop.value
 
 
 class _Totals:

@@ -26,7 +26,7 @@ import torch
 from ..drafter import Drafter, DrafterConfig
 from ..drafter_checkpoint import load_drafter, save_drafter
 from ..sampling import SamplingParams
-from ..speculative import TreeConfig, decode_speculative
+from ..speculative import FixedTree, TreeConfig, decode_speculative
 from ..stats import DecodeStats
 from ..stopping import StopChecker
 from .checkpoints import latest_checkpoint, load_state, records_fingerprint, save_checkpoint
@@ -135,6 +135,23 @@ def build_drafter(target, records: Sequence[Record] = (), *, draft_vocab_size: i
     return drafter, info
 
 
+def warm_start(target, directory, records: Sequence[Record] = ()) -> tuple[Drafter, dict]:
+    """A trained drafter from ``directory`` attached to ``target``, to train further (its
+    architecture and draft vocabulary stay); info: that vocabulary's coverage of ``records``."""
+    from ..drafter_checkpoint import load_drafter
+
+    drafter = load_drafter(directory, target, dtype=torch.float32)
+    size = drafter.config.draft_vocab_size
+    info: dict = {"draft_vocab_size": size, "init": str(directory)}
+    if records:
+        counts = token_counts((r.input_ids for r in records), target.config.vocab_size, (r.loss_mask for r in records))
+        info["response_tokens"] = int(counts.sum())
+        info["distinct_tokens"] = int((counts > 0).sum())
+        ids = torch.arange(size) if drafter.d2t is None else torch.arange(size) + drafter.d2t.cpu()
+        info["coverage"] = round(vocab_coverage(counts, ids), 5)
+    return drafter, info
+
+
 def _trainable(drafter: Drafter, lowrank: bool = False, freeze_head: bool = False) -> list[torch.nn.Parameter]:
     """Set requires_grad: stage 1 trains all but the low-rank factors (and the head if frozen); stage 2 only them."""
     params = []
@@ -232,7 +249,7 @@ def measure_tau(target, drafter: Drafter, prompts: Sequence[Sequence[int]], eos_
                                 max_new_tokens=max_new_tokens, seed=seed + i)
         stats = DecodeStats()
         for _ in decode_speculative(target, drafter, list(prompt), params, StopChecker(eos_ids, max_new_tokens),
-                                    stats, tree):
+                                    stats, FixedTree(tree)):
             pass
         new_tokens += stats.new_tokens
         forwards += stats.target_forwards

@@ -9,9 +9,9 @@ promptx errors (``BackendError``, ``PromptTooLongError``), never bare ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from abc import ABC, abstractmethod
-from typing import Callable, Iterator
+from dataclasses import dataclass
+from typing import Callable, Generator, Iterator
 
 Messages = list[dict[str, str]]
 
@@ -48,7 +48,8 @@ class GenerationOutput:
 class GenerationRun:
     """Iterate for text deltas; ``output`` is set once iteration is over."""
 
-    def __init__(self, deltas: Callable[["GenerationRun"], Iterator[str]]) -> None:
+    def __init__(self, deltas: Callable[["GenerationRun"], Generator[str, None, None]]) -> None:
+        """``deltas(run)``: a generator of text deltas that sets ``run.output`` before it ends."""
         self.output: GenerationOutput | None = None
         self._deltas = deltas(self)
 
@@ -57,9 +58,7 @@ class GenerationRun:
 
     def close(self) -> None:
         """Stop a run that is no longer wanted (frees the backend at once); harmless once done."""
-        close = getattr(self._deltas, "close", None)
-        if close is not None:
-            close()
+        self._deltas.close()
 
     def finish(self) -> GenerationOutput:
         """Drain the remaining deltas and return the output."""

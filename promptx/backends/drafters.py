@@ -31,15 +31,15 @@ PLANNERS = ("harness", "tree")
 
 
 def load_drafter_for(target, path: Path):
-    """Load the drafter at ``path`` for ``target`` and its default (fixed) tree settings."""
+    """Load the drafter at ``path`` for ``target`` and its default fixed-tree planner."""
     from engine.drafter_checkpoint import DrafterLoadError, DrafterMismatchError, load_drafter
-    from engine.speculative import TreeConfig
+    from engine.speculative import FixedTree
 
     try:
         drafter = load_drafter(path, target, dtype=target.dtype)
     except (DrafterLoadError, DrafterMismatchError) as exc:
         raise ModelError(f"drafter {path}: {exc}") from exc
-    return drafter, TreeConfig()
+    return drafter, FixedTree()
 
 
 def make_planner(kind: str, target, drafter, fixed, quiet: bool = True):

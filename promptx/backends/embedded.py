@@ -25,7 +25,7 @@ class EmbeddedBackend(Backend):
                  planner: str = "harness") -> None:
         self.source: ModelSource = resolve_model(model)
         self.model_name = self.source.name
-        self._vocabulary_index = None
+        self._vocabulary_index = self._word_bounds = None
         directory = prepare(self.source, quiet=quiet)
         try:
             from engine.device import default_device
@@ -45,7 +45,8 @@ class EmbeddedBackend(Backend):
         backend = cls.__new__(cls)
         backend.source = ModelSource(model_name, Path("."))
         backend.model_name, backend.generator = model_name, generator
-        backend._vocabulary_index, backend.prompt_style = None, prompt_style
+        backend._vocabulary_index = backend._word_bounds = None
+        backend.prompt_style = prompt_style
         return backend
 
     def _attach_drafter(self, drafter: str | Path | None, planner: str, quiet: bool) -> None:
@@ -65,7 +66,7 @@ class EmbeddedBackend(Backend):
         loaded, fixed = load_drafter_for(target, path)
         self.generator.drafter = loaded
         if self.generator.can_speculate:
-            self.generator.tree_config = make_planner(planner, target, loaded, fixed, quiet)
+            self.generator.planner = make_planner(planner, target, loaded, fixed, quiet)
 
     @property
     def has_drafter(self) -> bool:
@@ -162,16 +163,11 @@ class EmbeddedBackend(Backend):
     def _stop_checker(self, params, options: GenerationOptions):
         if options.max_words is None:
             return self.generator.stop_checker(params)
-        from ..cleanup import strip_wrapping
-        from ..profiles import count_words
+        from .word_budget import WordBudgetStop, word_bounds
 
-        decode, limit = self.generator.tokenizer.decode, options.max_words
-
-        def over_budget(tokens: list[int]) -> bool:
-            # words as clean-up will count them: a preamble or markdown does not use the budget
-            text = decode(tokens)
-            return count_words(text) > limit and count_words(strip_wrapping(text)) > limit
-
+        if self._word_bounds is None:
+            self._word_bounds = word_bounds(self.generator.tokenizer.token_texts())
+        over_budget = WordBudgetStop(options.max_words, self._word_bounds, self.generator.tokenizer.decode)
         return self.generator.stop_checker(params, stop_if=over_budget)
 
     def _check_length(self, prompt_ids: list[int], options: GenerationOptions) -> None:

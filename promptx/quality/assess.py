@@ -15,6 +15,7 @@ Not here: cleaning text (``cleanup``) or what to do about a failure
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from promptx.cleanup import STOPWORDS
 from promptx.language import detect_language, has_cjk
@@ -25,6 +26,9 @@ from .form import form_findings
 from .lexicon import Lexicon, lexicon
 from .licensing import PERSON_PRONOUNS, Licence
 from .mentions import PICTURE_WORDS, Mention, color_of, mentions, words
+
+if TYPE_CHECKING:
+    from promptx.profiles import Profile
 
 __all__ = ["assess"]
 
@@ -47,7 +51,7 @@ _SAME_COLOR = [{"grey", "silver", "white"}, {"yellow", "gold"}, {"dark", "black"
                {"red", "pink"}, {"purple", "pink"}, {"orange", "yellow"}]
 
 
-def assess(prompt: str, text: str, profile=None, *, context: str | None = None,
+def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context: str | None = None,
            language: str | None = None) -> Assessment:
     """Assess ``text`` (a cleaned output) as an enhancement of ``prompt`` for ``profile``
     (a ``Profile``; None: a generic English paragraph). ``context`` describes the input
@@ -55,10 +59,12 @@ def assess(prompt: str, text: str, profile=None, *, context: str | None = None,
     profile's output may name what the image shows, so added subjects are not judged.
     ``language`` ("english" or "keep") overrides the profile's language policy."""
     lex = lexicon()
-    fmt = getattr(profile, "format", "paragraph")
-    language = language or getattr(profile, "language", "english")
-    unseen_image = bool(getattr(profile, "wants_image", False)) and not context
-    budget = getattr(profile, "length", None)
+    if profile is None:
+        fmt, policy, wants_image, budget = "paragraph", "english", False, None
+    else:
+        fmt, policy, wants_image, budget = profile.format, profile.language, profile.wants_image, profile.length
+    language = language or policy
+    unseen_image = wants_image and not context
     findings = form_findings(prompt, text, fmt=fmt, language=language,
                              min_words=budget.min_words if budget else None,
                              max_words=budget.max_words if budget else None, lex=lex)

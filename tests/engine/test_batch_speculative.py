@@ -8,7 +8,7 @@ import torch
 from engine.autoregressive import decode_autoregressive
 from engine.batch_speculative import decode_speculative_batch
 from engine.sampling import SamplingParams
-from engine.speculative import TreeConfig, decode_speculative
+from engine.speculative import FixedTree, TreeConfig, decode_speculative
 from engine.stats import DecodeStats
 from engine.stopping import StopChecker
 from tests.tiny import make_tiny_drafter, make_tiny_target
@@ -25,7 +25,8 @@ def run_batch(target, drafter, batch_prompts, params, eos=(), config=None):
     stops = [StopChecker(list(eos), p.max_new_tokens) for p in params]
     stats = [DecodeStats() for _ in batch_prompts]
     out = [[] for _ in batch_prompts]
-    for index, tokens in decode_speculative_batch(target, drafter, batch_prompts, params, stops, stats, config):
+    for index, tokens in decode_speculative_batch(target, drafter, batch_prompts, params, stops, stats,
+                                                  FixedTree(config)):
         out[index].extend(tokens)
     return out, stats
 
@@ -43,7 +44,7 @@ def test_batched_greedy_equals_reference_for_ragged_rows(config, window, one_thr
         assert got == expected
         assert s.new_tokens == len(expected) and s.finish_reason == "length"
         single = DecodeStats()       # same drafts as alone: catches drafter-side mask/position slips
-        list(decode_speculative(target, drafter, prompt, p, StopChecker([], p.max_new_tokens), single, config))
+        list(decode_speculative(target, drafter, prompt, p, StopChecker([], p.max_new_tokens), single, FixedTree(config)))
         assert s.accepted_lengths == single.accepted_lengths
     assert sum(s.target_forwards for s in stats) > 0
 
@@ -106,7 +107,8 @@ def test_batched_equals_single_sequence_speculative_under_sampling_seeds(one_thr
     config = TreeConfig(budget=6, max_depth=3, top_k=2)
     out, _ = run_batch(target, drafter, batch, params, config=config)
     for prompt, p, got in zip(batch, params, out):
-        single = [t for c in decode_speculative(target, drafter, prompt, p, StopChecker([], 30), None, config) for t in c]
+        single = [t for c in decode_speculative(target, drafter, prompt, p, StopChecker([], 30), None, FixedTree(config))
+                  for t in c]
         assert got == single
 
 

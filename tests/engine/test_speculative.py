@@ -12,7 +12,7 @@ import torch
 from engine.autoregressive import decode_autoregressive
 from engine.drafter import Drafter, DrafterConfig
 from engine.sampling import SamplingParams, next_token_distribution
-from engine.speculative import TreeConfig, decode_speculative, verify_pass
+from engine.speculative import FixedTree, TreeConfig, decode_speculative, verify_pass
 from engine.stats import DecodeStats
 from engine.stopping import StopChecker
 from engine.tree import DraftTree
@@ -53,7 +53,7 @@ def reference(model, tok, ids, params):
 def speculative(model, drafter, tok, ids, params, config):
     stats = DecodeStats()
     stop = StopChecker(tok.eos_token_ids, params.max_new_tokens)
-    chunks = list(decode_speculative(model, drafter, ids, params, stop, stats, config))
+    chunks = list(decode_speculative(model, drafter, ids, params, stop, stats, FixedTree(config)))
     return [t for c in chunks for t in c], stats
 
 

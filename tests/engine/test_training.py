@@ -15,7 +15,8 @@ from engine.training import data as data_mod
 from engine.training.data import (GenerationItem, Record, generate_batch, generate_dataset, generate_reference,
                                   read_records, split_records)
 from engine.training.lowrank import candidate_recall, collect_states, train_lowrank
-from engine.training.train import TrainConfig, build_drafter, latest_checkpoint, train_drafter, train_step
+from engine.training.train import (TrainConfig, build_drafter, latest_checkpoint, train_drafter, train_step,
+                                   warm_start)
 from engine.training.ttt import (PrefixCache, label_mask, steps_start, target_features, ttt_forward, ttt_loss,
                                  ttt_mask, ttt_positions)
 from engine.training.vocab import select_draft_vocab, token_counts, vocab_coverage
@@ -343,6 +344,35 @@ def test_train_save_load_and_resume(target, tmp_path):
         assert torch.allclose(p, q, atol=1e-6), name
     with pytest.raises(ValueError, match="other data"):
         train_drafter(target, fresh(), train[:4], tmp_path / "b", small_config(max_steps=6), progress=False)
+
+
+def test_warm_start_continues_from_a_trained_drafter(target, tmp_path):
+    records = make_records(6)
+    first = build_drafter(target, records[:5], draft_vocab_size=64, always_include=EOS, seed=0)[0]
+    train_drafter(target, first, records[:5], tmp_path / "a", small_config(max_steps=2), eos_ids=EOS, progress=False)
+    other = make_records(6, seed=3)
+    drafter, info = warm_start(target, tmp_path / "a" / "drafter", other)
+    for (name, p), q in zip(first.state_dict().items(), drafter.state_dict().values()):
+        assert torch.equal(p, q), name                      # the trained weights and vocabulary, as saved
+    assert info["draft_vocab_size"] == 64 and 0.0 < info["coverage"] <= 1.0
+    before = {k: v.clone() for k, v in drafter.state_dict().items()}
+    result = train_drafter(target, drafter, other, tmp_path / "b", small_config(max_steps=2), eos_ids=EOS,
+                           progress=False)
+    assert result.steps == 2
+    assert torch.equal(drafter.d2t, before["d2t"])          # the vocabulary stays
+    assert not torch.equal(drafter.fc.weight, before["fc.weight"])
+
+
+def test_cli_refuses_architecture_options_with_init(tmp_path):
+    from click.testing import CliRunner
+
+    from promptx.cli import main
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "init").mkdir()
+    result = CliRunner().invoke(main, ["draft", "train", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "o"),
+                                       "--init", str(tmp_path / "init"), "--window", "64", "--draft-vocab", "512"])
+    assert result.exit_code == 2 and "--draft-vocab, --window cannot be combined with --init" in result.output
 
 
 # ---- stage 2 --------------------------------------------------------------------------------------------

@@ -90,8 +90,10 @@ def test_the_word_budget_does_not_count_a_preamble():
 
     words = "Sure! Here is a detailed prompt for the video model: A red fox runs through deep snow at dawn .".split()
     backend = EmbeddedBackend.__new__(EmbeddedBackend)
+    backend._word_bounds = None
     backend.generator = SimpleNamespace(
-        tokenizer=SimpleNamespace(decode=lambda tokens: " ".join(words[t] for t in tokens)),
+        tokenizer=SimpleNamespace(decode=lambda tokens: " ".join(words[t] for t in tokens),
+                                  token_texts=lambda: [" " + w for w in words]),
         stop_checker=lambda params, stop_if=None: StopChecker((), params.max_new_tokens, stop_if=stop_if))
     stop = backend._stop_checker(SamplingParams(max_new_tokens=50), GenerationOptions(max_words=8))
     used = stop.accept_many(range(len(words)))

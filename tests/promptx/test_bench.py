@@ -208,7 +208,7 @@ def test_config_rejects_concurrency_and_unknown_modes():
 def test_peers_are_skipped_with_a_reason():
     from types import SimpleNamespace
 
-    from engine.bench_peers import PeerError, make_peers
+    from engine.bench import PeerError, make_peers
 
     stub = SimpleNamespace(eos_ids=(2,), context_window=128)
     peers, skipped = make_peers(["llamacpp"], stub, "nowhere", gguf_path=None)

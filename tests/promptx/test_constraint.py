@@ -9,7 +9,7 @@ import torch
 
 from engine.autoregressive import decode_autoregressive
 from engine.sampling import SamplingParams, TokenMask, next_token_distribution, sample_token
-from engine.speculative import TreeConfig, decode_speculative, verify_pass
+from engine.speculative import FixedTree, TreeConfig, decode_speculative, verify_pass
 from engine.stats import DecodeStats
 from engine.stopping import StopChecker
 from engine.tree import DraftTree
@@ -72,7 +72,8 @@ def test_constrained_greedy_speculative_equals_constrained_plain(fp32_model, voc
     plain = list(decode_autoregressive(model, ids, params, stop))
     for config in (TreeConfig.chain(4), TreeConfig(budget=16, max_depth=5, top_k=4)):
         stop = StopChecker(tok.eos_token_ids, params.max_new_tokens)
-        spec = [t for c in decode_speculative(model, drafter, ids, params, stop, DecodeStats(), config) for t in c]
+        spec = [t for c in decode_speculative(model, drafter, ids, params, stop, DecodeStats(), FixedTree(config))
+                for t in c]
         assert spec == plain
     assert not set(plain) & set(mask.ids)
     free = list(decode_autoregressive(model, ids, SamplingParams(max_new_tokens=64, repetition_penalty=1.1),

@@ -84,7 +84,7 @@ def test_leaving_a_stream_early_stops_its_decode(enhancer, monkeypatch):
     stream = enhancer.stream("a fox running through snow", "video", seed=2, max_new_tokens=200)
     for _ in stream:
         break                                    # the consumer leaves after the first delta
-    assert enhancer._lock.acquire(timeout=120)   # the worker let go of the model
+    assert enhancer._lock.acquire(timeout=120)   # the stream let go of the model
     enhancer._lock.release()
     assert stream.result is None and 1 <= len(pulled) < 20    # a full decode pulls ~100 deltas
 

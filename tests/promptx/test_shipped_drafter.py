@@ -67,7 +67,7 @@ def test_shipped_drafter_is_trained_and_lossless(pair):
     """tau > 2 (greedy, fixed tree) on held-out prompts, and output equal to plain decoding."""
     from engine.autoregressive import decode_autoregressive
     from engine.sampling import SamplingParams
-    from engine.speculative import TreeConfig, decode_speculative
+    from engine.speculative import FixedTree, decode_speculative
     from engine.stats import DecodeStats
     from engine.stopping import StopChecker
 
@@ -77,7 +77,7 @@ def test_shipped_drafter_is_trained_and_lossless(pair):
         params = SamplingParams(max_new_tokens=64)
         stats = DecodeStats()
         fast = [t for c in decode_speculative(model, drafter, ids, params,
-                                              StopChecker(tokenizer.eos_token_ids, 64), stats, TreeConfig())
+                                              StopChecker(tokenizer.eos_token_ids, 64), stats, FixedTree())
                 for t in c]
         plain = list(decode_autoregressive(model, ids, params, StopChecker(tokenizer.eos_token_ids, 64)))
         assert fast == plain

@@ -2,7 +2,7 @@
 
 transformers' ``generate()``, llama.cpp on the model's GGUF file, and promptx's own
 plain decoder in another precision (``mixed``, ``int8``). A peer that cannot run
-here is skipped with the reason. Not here: timing or reports (``engine.bench``).
+here is skipped with the reason. Not here: timing or reports (``engine.bench.report``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Protocol, Sequence
 
 import torch
 
-from .generator import Generator
-from .sampling import SamplingParams
+from ..generator import Generator
+from ..sampling import SamplingParams
 
 
 class PeerError(ValueError):

@@ -1,0 +1,34 @@
+"""What the benchmark records about the machine: CPU, threads, precision, memory.
+
+Not here: measuring decoding (``engine.bench.runs``).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+
+import torch
+
+from ..cost_table import cpu_name
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far (ru_maxrss: KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if platform.system() == "Darwin" else peak / 1024
+
+
+def machine_info(model) -> dict:
+    from ..device import cpu_has_fast_bf16
+
+    device = model.lm_head.weight.device
+    info = {"cpu_model": cpu_name(), "cpu_count": os.cpu_count(), "torch_version": torch.__version__,
+            "torch_threads": torch.get_num_threads(), "dtype": str(model.dtype).removeprefix("torch."),
+            "device": str(device), "fast_bf16": cpu_has_fast_bf16(), "python": platform.python_version(),
+            "platform": platform.platform()}
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    return info
+
+
