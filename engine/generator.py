@@ -15,16 +15,16 @@ from typing import Iterator, Sequence
 
 import torch
 
-from .autoregressive import decode_autoregressive
-from .device import INT8, PLAIN_ONLY, parse_dtype
-from .loading import load_model, model_identity
-from .model import Transformer
-from .planner import Planner
-from .prefix_cache import PrefixCache, prefix_dir
-from .sampling import SamplingParams
-from .stats import DecodeStats
-from .stopping import StopChecker
-from .tokenizer import ChatTokenizer
+from .decode.autoregressive import decode_autoregressive
+from .decode.prefix_cache import PrefixCache, prefix_dir
+from .decode.sampling import SamplingParams
+from .decode.stats import DecodeStats
+from .decode.stopping import StopChecker
+from .runtime.device import INT8, PLAIN_ONLY, parse_dtype
+from .runtime.model import Transformer
+from .speculative.planner import Planner
+from .weights.loading import load_model, model_identity
+from .weights.tokenizer import ChatTokenizer
 
 
 class Generator:
@@ -35,7 +35,7 @@ class Generator:
         # tree verification could differ from plain decoding, so speculation is off.
         self.exact_batches = exact_batches
         self.drafter, self.planner = drafter, planner
-        # prompt-prefix KV reuse: only where decoding is plain-only (see engine.prefix_cache)
+        # prompt-prefix KV reuse: only where decoding is plain-only (see engine.decode.prefix_cache)
         self.prefixes = prefixes if not exact_batches else None
         self.lock = threading.Lock()   # one decode at a time per loaded model
 
@@ -44,8 +44,8 @@ class Generator:
                  device: str | torch.device = "cpu") -> "Generator":
         dtype = parse_dtype(dtype, device)
         if dtype in PLAIN_ONLY:
-            from .mixed_precision import use_mixed_precision
-            from .quantize import quantize_int8
+            from .runtime.mixed_precision import use_mixed_precision
+            from .runtime.quantize import quantize_int8
 
             model, tokenizer = load_model(model_dir, torch.float32, device)
             model = quantize_int8(model) if dtype == INT8 else use_mixed_precision(model)
@@ -70,7 +70,7 @@ class Generator:
         """The tree planner for a decode: the attached one (e.g. the harness) for greedy decoding;
         for sampling a fixed tree when the attached one adapts to measured timings, because a
         seed must give the same text every time."""
-        from .speculative import FixedTree
+        from .speculative.loop import FixedTree
 
         if self.planner is None or (not params.greedy and self.planner.adaptive):
             return FixedTree()
@@ -94,7 +94,7 @@ class Generator:
         stats = stats if stats is not None else DecodeStats()
         with self.lock:
             if speculative and self.can_speculate:
-                from .speculative import decode_speculative
+                from .speculative.loop import decode_speculative
 
                 yield from decode_speculative(self.model, self.drafter, prompt_ids, params, stop,
                                               stats, self.planner_for(params))
@@ -119,7 +119,7 @@ class Generator:
             lens = prefix_lens or [0] * len(prompts)
             return [self.generate(ids, p, speculative=speculative, stats=s, stop=st, prefix_len=n)
                     for ids, p, s, st, n in zip(prompts, params, stats, stops, lens)]
-        from .batch_speculative import decode_speculative_batch
+        from .speculative.batch import decode_speculative_batch
 
         sampled = [p for p in params if not p.greedy]
         config = self.planner_for(sampled[0] if sampled else params[0])

@@ -1,6 +1,6 @@
 """``python -m promptx`` runs the command-line interface."""
 
-from .cli import run
+from .cli.main import run
 
 if __name__ == "__main__":
     run()

@@ -45,7 +45,7 @@ def enhance(prompt: str | None, target: str = "video", *, image=None, caption: s
 
 def list_targets(templates_dir: str | Path | None = None) -> list[str]:
     """Names of every available target profile."""
-    from .template_registry import TemplateRegistry, default_registry
+    from .profiles.registry import TemplateRegistry, default_registry
 
     registry = TemplateRegistry([Path(templates_dir)]) if templates_dir else default_registry()
     return registry.names()

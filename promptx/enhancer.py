@@ -21,15 +21,15 @@ from typing import Generator, Iterable, Iterator, Sequence
 
 from .backends.base import Backend, GenerationOptions, GenerationOutput
 from .backends.batcher import RequestBatcher
-from .cleanup import clean_output
 from .errors import InvalidInputError
-from .profiles import Profile, count_words
-from .render import render_messages
-from .request import EnhanceRequest
-from .result import EnhancedPrompt, EnhanceStats
+from .profiles.registry import TemplateRegistry, default_registry
+from .profiles.render import render_messages
+from .profiles.schema import Profile, count_words
 from .quality import Assessment, assess
 from .quality.salvage import drop_offending_sentences
-from .template_registry import TemplateRegistry, default_registry
+from .request import EnhanceRequest
+from .result import EnhancedPrompt, EnhanceStats
+from .text.cleanup import clean_output
 
 DEFAULT_RETRIES = 2
 # words generated beyond a profile's max_words before stopping. The budget is counted as

@@ -131,7 +131,7 @@ def prepare(source: ModelSource, *, quiet: bool = False) -> Path:
         return source.directory
     if source.gguf is None:
         raise ModelNotFoundError(f"{source.directory}: model files are missing")
-    from engine.gguf_convert import GGUFConversionError, convert_gguf
+    from engine.weights.gguf_convert import GGUFConversionError, convert_gguf
 
     if not quiet:
         tuning = ", merging promptx's adapter" if source.adapter else ""

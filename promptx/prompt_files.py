@@ -13,7 +13,7 @@ Three formats, told apart by ``detect_format`` (or chosen explicitly):
   sent as raw chat without an enhancement template.
 
 This module only parses: it does not resolve targets, load images or
-tokenize (``promptx.bench_cli`` does). Malformed input raises
+tokenize (``promptx.cli.bench`` does). Malformed input raises
 ``InvalidInputError`` naming the file and line.
 """
 

@@ -13,9 +13,9 @@ from functools import cached_property
 from typing import Any
 
 from .errors import InvalidInputError
-from .language import detect_language
-from .profiles import Profile, count_words
+from .profiles.schema import Profile, count_words
 from .result import EnhancedPrompt, EnhanceStats
+from .text.language import detect_language
 
 MAX_PROMPT_CHARS = 20_000
 

@@ -9,7 +9,7 @@ held-out inputs (through ``Enhancer``), and writes ``out/adapter.safetensors``
 plus ``out/model/``, the merged model any ``--model`` option accepts.
 
 Not here: the training loop and LoRA layers (engine.training), the pair file
-format (``promptx.tuning_pairs``), the command line (``promptx.tune_cli``).
+format (``promptx.tuning_pairs``), the command line (``promptx.cli.tune``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .errors import InvalidInputError
-from .render import render_messages
-from .template_registry import TemplateRegistry
+from .profiles.registry import TemplateRegistry
+from .profiles.render import render_messages
 from .tuning_pairs import PairRow, TuningPair
 
 __all__ = ["CheckResult", "TuneReport", "balanced", "pair_messages", "pair_records", "passes_on", "tune"]
@@ -146,9 +146,9 @@ def tune(model_dir: Path, base_name: str, train_rows: Sequence[PairRow], heldout
     """Train a LoRA adapter on ``train_rows``, validate on ``heldout_rows``, write adapter + merged model."""
     import torch
 
-    from engine.loading import load_model
     from engine.training.lora import AdapterInfo, apply_adapter_to_dir, attach_lora
     from engine.training.sft import train_lora
+    from engine.weights.loading import load_model
 
     model, tokenizer = load_model(model_dir, torch.float32)
     attached = attach_lora(model, rank=rank, alpha=alpha)

@@ -38,7 +38,7 @@ def fp32_model(model_dir):
     """(Transformer, ChatTokenizer) in float32, for exactness tests."""
     import torch
 
-    from engine.loading import load_model
+    from engine.weights.loading import load_model
 
     return load_model(model_dir, torch.float32)
 

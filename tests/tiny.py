@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from engine.config import ModelConfig
-from engine.drafter import Drafter, DrafterConfig
-from engine.model import Transformer
+from engine.runtime.config import ModelConfig
+from engine.runtime.model import Transformer
+from engine.speculative.drafter import Drafter, DrafterConfig
 
 TINY_CONFIG = ModelConfig(model_type="llama", vocab_size=128, hidden_size=64, intermediate_size=128,
                           num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2, head_dim=16,

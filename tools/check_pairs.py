@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from promptx.cleanup import estimate_encoder_tokens  # noqa: E402
+from promptx.profiles.registry import default_registry  # noqa: E402
 from promptx.quality import assess  # noqa: E402
-from promptx.template_registry import default_registry  # noqa: E402
+from promptx.text.cleanup import estimate_encoder_tokens  # noqa: E402
 from promptx.tuning_pairs import TuningPair, read_pairs  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "prompts"

@@ -14,7 +14,7 @@ pass), ``peers`` (other engines), ``analysis`` (aggregation), ``machine``,
 ``report`` (``run_bench``). The bench uses the engine through its public names
 only; nothing in the engine imports it.
 
-Not here: prompt files, templates, tokenization (promptx.bench_cli), plots.
+Not here: prompt files, templates, tokenization (promptx.cli.bench), plots.
 """
 
 from .analysis import (ENTROPY_METHOD, budget_scaling, compare_tree_chain, entropy, harness_summary, hit_rates,

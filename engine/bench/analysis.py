@@ -18,8 +18,8 @@ from typing import Iterator, Sequence
 
 import torch
 
-from ..autoregressive import prefill
-from ..stats import DecodeStats
+from ..decode.autoregressive import prefill
+from ..decode.stats import DecodeStats
 from .runs import RunSpec, Sample
 
 ENTROPY_METHOD = ("plain target forward over each distinct output (the verify logits are not exposed); "

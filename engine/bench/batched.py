@@ -1,6 +1,6 @@
 """``promptx bench --concurrency C``: decode the prompts C at a time in one batch per run.
 
-Every run decodes each group of C prompts with ``engine.batch_speculative``:
+Every run decodes each group of C prompts with ``engine.speculative.batch``:
 ``none`` is batched plain decoding (no drafter), ``chain@B``/``tree@B`` a fixed
 tree per row, ``harness`` the harness's per-round chain choice for the batch.
 A group's wall time is split evenly over its prompts, so summed latencies
@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
-from ..batch_speculative import decode_speculative_batch
-from ..speculative import FixedTree, TreeConfig
-from ..stats import DecodeStats
+from ..decode.stats import DecodeStats
+from ..speculative.batch import decode_speculative_batch
+from ..speculative.loop import FixedTree, TreeConfig
 from .runs import BenchError, Sample, decode_peer, rotated
 
 PLAIN = TreeConfig.chain(0)

@@ -11,7 +11,8 @@ import resource
 
 import torch
 
-from ..cost_table import cpu_name
+from ..planning.cost_table import cpu_name
+
 
 def peak_rss_mib() -> float:
     """Peak resident memory of this process so far (ru_maxrss: KiB on Linux, bytes on macOS)."""
@@ -20,7 +21,7 @@ def peak_rss_mib() -> float:
 
 
 def machine_info(model) -> dict:
-    from ..device import cpu_has_fast_bf16
+    from ..runtime.device import cpu_has_fast_bf16
 
     device = model.lm_head.weight.device
     info = {"cpu_model": cpu_name(), "cpu_count": os.cpu_count(), "torch_version": torch.__version__,

@@ -12,8 +12,8 @@ from typing import Protocol, Sequence
 
 import torch
 
+from ..decode.sampling import SamplingParams
 from ..generator import Generator
-from ..sampling import SamplingParams
 
 
 class PeerError(ValueError):

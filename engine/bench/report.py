@@ -10,15 +10,16 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..drafter import Drafter
+from ..decode.sampling import SamplingParams
 from ..generator import Generator
-from ..sampling import SamplingParams
-from .analysis import (ENTROPY_METHOD, budget_scaling, compare_tree_chain, next_token_entropies, tokens_per_second,
-                       quartile_edges, summarize_run, timing_summary)
+from ..speculative.drafter import Drafter
+from .analysis import (ENTROPY_METHOD, budget_scaling, compare_tree_chain, next_token_entropies, quartile_edges,
+                       summarize_run, timing_summary, tokens_per_second)
 from .machine import machine_info, peak_rss_mib
 from .peers import Peer
 from .runs import (SCHEMA_VERSION, BenchConfig, BenchError, BenchPrompt, RunSpec, Sample, build_runs, decode_peer,
                    decode_run, rotated, warm_up, with_harness)
+
 
 def measure(generator: Generator, drafter: Drafter | None, runs: Sequence[RunSpec], peers: Sequence[Peer],
             prompts: Sequence[BenchPrompt], params: SamplingParams,

@@ -13,12 +13,12 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..autoregressive import decode_autoregressive
-from ..drafter import Drafter, DrafterConfig
+from ..decode.autoregressive import decode_autoregressive
+from ..decode.sampling import SamplingParams
+from ..decode.stats import DecodeStats
 from ..generator import Generator
-from ..sampling import SamplingParams
-from ..speculative import FixedTree, TreeConfig, decode_speculative
-from ..stats import DecodeStats
+from ..speculative.drafter import Drafter, DrafterConfig
+from ..speculative.loop import FixedTree, TreeConfig, decode_speculative
 from .peers import Peer
 
 SCHEMA_VERSION = 1
@@ -125,7 +125,7 @@ def decode_run(generator: Generator, drafter: Drafter | None, run: RunSpec, prom
         if drafter is None:
             raise BenchError(f"run {run.name} needs a drafter")
         if run.mode == "harness":
-            from ..harness import decode_harness
+            from ..planning.harness import decode_harness
 
             chunks = decode_harness(model, drafter, prompt_ids, params, stop, stats, run.planner)
         else:
@@ -138,7 +138,7 @@ def with_harness(run: RunSpec, model, drafter, say: Callable[[str], None]) -> Ru
     """Give a ``harness`` run one Harness (stored cost table, else a quick calibration) for all prompts."""
     if run.mode != "harness" or run.planner is not None:
         return run
-    from ..harness import Harness
+    from ..planning.harness import Harness
 
     say("loading the cost table (a quick calibration when none is stored)")
     harness = Harness.for_model(model, drafter)

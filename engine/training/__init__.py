@@ -23,7 +23,7 @@ Modules:
   full head); reports candidate recall.
 
 The prompt side (rendering the templates of all four tasks from
-../shared/data/prompts) lives in ``promptx.draft_cli``; engine never imports promptx.
+../shared/data/prompts) lives in ``promptx.cli.draft``; engine never imports promptx.
 
 Full CPU pipeline (from the repository root, the embedded SmolLM2-135M-Instruct;
 ``--model DIR`` picks another target; each command resumes when rerun)::
@@ -35,7 +35,7 @@ Full CPU pipeline (from the repository root, the embedded SmolLM2-135M-Instruct;
     # ship it: copy runs/drafter/drafter/ to promptx/drafters/<name>/ (config.json + model.safetensors)
 
 Before ``promptx draft`` is registered in the main CLI the same commands run as
-``python -m promptx.draft_cli generate-data ...``.
+``python -m promptx.cli.draft generate-data ...``.
 
 Measured smoke runs (float32, ``--threads 1``, this shared 2-core machine under a
 load average of ~3.5, i.e. roughly half a core per process):
@@ -63,15 +63,15 @@ validation (6 prompts x 96 tokens of speculative decoding, every 200 steps); sta
 take roughly half. ``--limit 1000 --epochs 2`` halves everything.
 """
 
-from .data import (DataError, GenerationItem, GenerationSummary, Record, ShardStore, generate_batch,
-                   generate_dataset, generate_reference, read_records, split_records)
 from .checkpoints import latest_checkpoint
+from .data import (DataError, GenerationItem, GenerationSummary, Record, ShardStore, generate_batch, generate_dataset,
+                   generate_reference, read_records, split_records)
 from .lora import AdapterError, AdapterInfo, apply_adapter_to_dir, attach_lora, merge_lora, save_adapter
 from .lowrank import LowrankResult, candidate_recall, collect_states, lowrank_stage, train_lowrank
 from .sft import SFTConfig, SFTResult, train_lora
 from .train import TrainConfig, TrainResult, build_drafter, evaluate_loss, measure_tau, train_drafter, train_step
-from .ttt import (PrefixCache, TargetFeatures, TTTLoss, label_mask, steps_start, target_features, ttt_forward,
-                  ttt_loss, ttt_mask, ttt_positions)
+from .ttt import (PrefixCache, TargetFeatures, TTTLoss, label_mask, steps_start, target_features, ttt_forward, ttt_loss,
+                  ttt_mask, ttt_positions)
 from .vocab import apply_draft_vocab, select_draft_vocab, token_counts, vocab_coverage
 
 __all__ = [

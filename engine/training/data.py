@@ -16,7 +16,7 @@ shards are written atomically every ``shard_size`` records.
 Generation: ``generate_batch`` decodes several prompts at once (per-row
 positions and key masks; the shared prefix of each prompt is prefilled once
 and reused through ``PrefixCache``); each row samples with
-``engine.sampling.pick_token`` and its own seeded generator, stops with its
+``engine.decode.sampling.pick_token`` and its own seeded generator, stops with its
 own ``StopChecker``, and so follows ``decode_autoregressive`` (identical up to
 floating-point rounding). ``reference=True`` runs ``decode_autoregressive``
 itself, one prompt at a time.
@@ -34,9 +34,9 @@ from typing import Iterable, Iterator, Sequence
 
 import torch
 
-from ..autoregressive import decode_autoregressive
-from ..sampling import SamplingParams, make_generator, pick_token
-from ..stopping import StopChecker
+from ..decode.autoregressive import decode_autoregressive
+from ..decode.sampling import SamplingParams, make_generator, pick_token
+from ..decode.stopping import StopChecker
 from ..progress import progress_bar
 from .ttt import PrefixCache
 
@@ -377,7 +377,7 @@ def generate_dataset(model, items: Iterable[GenerationItem], out_dir: str | Path
     Pending items are taken ``window`` at a time in their given order and sorted by shared
     prefix inside the window, so each distinct prefix is prefilled about once per window.
     """
-    from ..drafter_checkpoint import target_fingerprint
+    from ..speculative.checkpoint import target_fingerprint
 
     items = list(items)
     ids = [it.id for it in items]

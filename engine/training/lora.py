@@ -1,6 +1,6 @@
 """Low-rank adapters (LoRA) on the target runtime's linear layers, their file, and merging them.
 
-``attach_lora`` wraps the chosen projections of an ``engine.model.Transformer``
+``attach_lora`` wraps the chosen projections of an ``engine.runtime.model.Transformer``
 (fused ``qkv_proj`` / ``gate_up_proj`` included) in ``LoRALinear``: the base
 weight stays frozen and ``W x + s B A x`` is learned, with ``B`` starting at
 zero so a fresh adapter changes nothing. ``save_adapter`` writes the A/B
@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..config import ModelConfig
+from ..runtime.config import ModelConfig
 
 __all__ = [
     "ADAPTER_FORMAT", "ADAPTER_NOTE", "DEFAULT_MODULES", "AdapterError", "AdapterInfo", "LoRALinear",
@@ -209,7 +209,7 @@ def apply_adapter_to_dir(model_dir: str | Path, adapter: str | Path) -> Path:
     """
     from safetensors.torch import save_file
 
-    from ..loading import read_state_dict
+    from ..weights.loading import read_state_dict
 
     model_dir = Path(model_dir)
     info, tensors = load_adapter(adapter)

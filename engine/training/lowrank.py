@@ -20,7 +20,7 @@ from typing import Sequence
 
 import torch
 
-from ..drafter import Drafter
+from ..speculative.drafter import Drafter
 from .data import Record, progress_bar
 from .train import _trainable, unroll_batch
 from .ttt import DEFAULT_STEPS, PrefixCache, step_rows

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from ..model import Transformer
+from ..runtime.model import Transformer
 from .checkpoints import latest_checkpoint, load_state, records_fingerprint, save_checkpoint
 from .data import Record, progress_bar
 from .lora import AdapterInfo, adapter_parameters, load_adapter, save_adapter

@@ -23,16 +23,16 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..drafter import Drafter, DrafterConfig
-from ..drafter_checkpoint import load_drafter, save_drafter
-from ..sampling import SamplingParams
-from ..speculative import FixedTree, TreeConfig, decode_speculative
-from ..stats import DecodeStats
-from ..stopping import StopChecker
+from ..decode.sampling import SamplingParams
+from ..decode.stats import DecodeStats
+from ..decode.stopping import StopChecker
+from ..speculative.checkpoint import load_drafter, save_drafter
+from ..speculative.drafter import Drafter, DrafterConfig
+from ..speculative.loop import FixedTree, TreeConfig, decode_speculative
 from .checkpoints import latest_checkpoint, load_state, records_fingerprint, save_checkpoint
 from .data import Record, progress_bar
-from .ttt import (DEFAULT_DECAY, DEFAULT_STEPS, PrefixCache, TTTLoss, label_mask, steps_start,
-                  target_features, ttt_forward, ttt_loss)
+from .ttt import (DEFAULT_DECAY, DEFAULT_STEPS, PrefixCache, TTTLoss, label_mask, steps_start, target_features,
+                  ttt_forward, ttt_loss)
 from .vocab import apply_draft_vocab, select_draft_vocab, token_counts, vocab_coverage
 
 __all__ = [
@@ -138,7 +138,7 @@ def build_drafter(target, records: Sequence[Record] = (), *, draft_vocab_size: i
 def warm_start(target, directory, records: Sequence[Record] = ()) -> tuple[Drafter, dict]:
     """A trained drafter from ``directory`` attached to ``target``, to train further (its
     architecture and draft vocabulary stay); info: that vocabulary's coverage of ``records``."""
-    from ..drafter_checkpoint import load_drafter
+    from ..speculative.checkpoint import load_drafter
 
     drafter = load_drafter(directory, target, dtype=torch.float32)
     size = drafter.config.draft_vocab_size

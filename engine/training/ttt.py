@@ -6,7 +6,7 @@ target's distribution at position i+1 (the distribution of x_{i+2}). Step k
 (1..K-1): the input at position i is (o^{k-1}_i, x_{i+k+1}), rope position i+k,
 and o^k_i predicts the target's distribution at position i+k+1. This is what a
 draft chain of depth k+1 below a root at position i looks like at serving time
-(``engine.speculative``: tree node at depth d has position root + d).
+(``engine.speculative.loop``: tree node at depth d has position root + d).
 
 Attention: the keys of all steps are concatenated, step 0's first. A query of
 step k at position i sees the step-0 keys j <= i (its "prefix") plus the key at

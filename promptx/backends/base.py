@@ -74,7 +74,7 @@ class Backend(ABC):
     name: str = "backend"
     model_name: str = ""
     #: "full": the profile's system prompt and few-shot examples; "short": a model tuned
-    #: for promptx, given the short system prompt only (promptx.render.TUNED_SYSTEM_PROMPT)
+    #: for promptx, given the short system prompt only (promptx.profiles.render.TUNED_SYSTEM_PROMPT)
     prompt_style: str = "full"
     #: True when ``generate_many`` decodes its requests together (Enhancer then groups
     #: concurrent callers' requests into one call); False: one after another

@@ -18,7 +18,7 @@ def find_drafter(target) -> Path | None:
     """The shipped drafter trained for ``target``, or None."""
     if not SHIPPED_DIR.is_dir():
         return None
-    from engine.drafter_checkpoint import read_fingerprint, target_fingerprint
+    from engine.speculative.checkpoint import read_fingerprint, target_fingerprint
 
     wanted = target_fingerprint(target)
     for candidate in sorted(SHIPPED_DIR.iterdir()):
@@ -32,8 +32,8 @@ PLANNERS = ("harness", "tree")
 
 def load_drafter_for(target, path: Path):
     """Load the drafter at ``path`` for ``target`` and its default fixed-tree planner."""
-    from engine.drafter_checkpoint import DrafterLoadError, DrafterMismatchError, load_drafter
-    from engine.speculative import FixedTree
+    from engine.speculative.checkpoint import DrafterLoadError, DrafterMismatchError, load_drafter
+    from engine.speculative.loop import FixedTree
 
     try:
         drafter = load_drafter(path, target, dtype=target.dtype)
@@ -49,7 +49,7 @@ def make_planner(kind: str, target, drafter, fixed, quiet: bool = True):
         raise ModelError(f"unknown tree planner {kind!r}: use one of {', '.join(PLANNERS)}")
     if kind == "tree":
         return fixed
-    from engine.harness import Harness
+    from engine.planning.harness import Harness
 
     def announce() -> None:
         if not quiet:

@@ -28,8 +28,8 @@ class EmbeddedBackend(Backend):
         self._vocabulary_index = self._word_bounds = None
         directory = prepare(self.source, quiet=quiet)
         try:
-            from engine.device import default_device
             from engine.generator import Generator
+            from engine.runtime.device import default_device
 
             device = device or default_device()
             self.generator = Generator.from_dir(directory, dtype=_resolve_dtype(dtype, device, drafter),
@@ -120,7 +120,7 @@ class EmbeddedBackend(Backend):
         return self._generate_batch(requests)
 
     def _generate_batch(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
-        from engine.stats import DecodeStats
+        from engine.decode.stats import DecodeStats
 
         prompts = [self.encode(messages) for messages, _ in requests]
         for ids, (_, options) in zip(prompts, requests):
@@ -141,7 +141,7 @@ class EmbeddedBackend(Backend):
                 for tokens, ids, s, stop in zip(outputs, prompts, stats, stops)]
 
     def _sampling_params(self, options: GenerationOptions):
-        from engine.sampling import SamplingParams, TokenMask
+        from engine.decode.sampling import SamplingParams, TokenMask
 
         banned = None
         if options.constraint is not None:
@@ -187,8 +187,8 @@ class EmbeddedBackend(Backend):
 
     def _deltas(self, run: GenerationRun, prompt_ids: list[int], options: GenerationOptions,
                 prefix_len: int = 0) -> Iterator[str]:
-        from engine.stats import DecodeStats
-        from engine.tokenizer import IncrementalDecoder
+        from engine.decode.stats import DecodeStats
+        from engine.weights.tokenizer import IncrementalDecoder
 
         params = self._sampling_params(options)
         speculative = options.speculative and self.has_drafter
@@ -209,10 +209,10 @@ class EmbeddedBackend(Backend):
 
 
 def _resolve_dtype(dtype: str | None, device, drafter) -> str:
-    """"auto" is the fastest precision for this device (``engine.device.fastest_dtype``: plain
+    """"auto" is the fastest precision for this device (``engine.runtime.device.fastest_dtype``: plain
     decoding in mixed precision on CPUs without native bf16); with an explicit drafter it is
     the exact default precision, so that the drafter is used."""
-    from engine.device import fastest_dtype
+    from engine.runtime.device import fastest_dtype
 
     if dtype not in (None, "auto"):
         return dtype

@@ -8,15 +8,15 @@ plus one per undecodable byte piece that may complete a character), and the
 text is decoded only when those bounds say the budget may be exceeded since the
 last exact count. Stops exactly where the whole-output check would.
 
-Not here: the stop rules themselves (``engine.stopping``), clean-up.
+Not here: the stop rules themselves (``engine.decode.stopping``), clean-up.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..cleanup import strip_wrapping
-from ..language import count_words
+from ..text.cleanup import strip_wrapping
+from ..text.language import count_words
 
 
 def word_bounds(token_texts: Sequence[str]) -> list[int]:
@@ -25,7 +25,7 @@ def word_bounds(token_texts: Sequence[str]) -> list[int]:
 
 
 class WordBudgetStop:
-    """``stop_if`` predicate for ``engine.stopping.StopChecker``: True once the cleaned text
+    """``stop_if`` predicate for ``engine.decode.stopping.StopChecker``: True once the cleaned text
     holds more than ``limit`` words. One instance per decode (it remembers its progress)."""
 
     def __init__(self, limit: int, bounds: Sequence[int], decode: Callable[[list[int]], str]) -> None:

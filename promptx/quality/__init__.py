@@ -2,7 +2,7 @@
 
 Pure Python (no torch), fast enough to run on every output. Lexical knowledge
 comes from a WordNet extract shipped in ``data/`` (see ``data/README.md``).
-Not here: cleaning text (``promptx.cleanup``) or retrying (``promptx.enhancer``).
+Not here: cleaning text (``promptx.text.cleanup``) or retrying (``promptx.enhancer``).
 """
 
 from .assess import assess

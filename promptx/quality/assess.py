@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from promptx.cleanup import STOPWORDS
-from promptx.language import detect_language, has_cjk
-from promptx.validate import quoted_spans, subject_problem
+from promptx.text.cleanup import STOPWORDS
+from promptx.text.language import detect_language, has_cjk
+from promptx.text.validate import quoted_spans, subject_problem
 
 from .assessment import Assessment, Finding
 from .form import form_findings
@@ -28,7 +28,7 @@ from .licensing import PERSON_PRONOUNS, Licence
 from .mentions import PICTURE_WORDS, Mention, color_of, mentions, words
 
 if TYPE_CHECKING:
-    from promptx.profiles import Profile
+    from promptx.profiles.schema import Profile
 
 __all__ = ["assess"]
 

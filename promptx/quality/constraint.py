@@ -7,7 +7,7 @@ opening quotation marks are off limits (they are unless the input has
 them). ``VocabularyIndex`` maps that onto one tokenizer's vocabulary: it is
 built once per tokenizer from the token texts, and ``banned_ids`` is a set
 lookup per indexed word, with no string work per generated token. The engine
-only applies the ids (``engine.sampling.TokenMask``); it knows nothing of
+only applies the ids (``engine.decode.sampling.TokenMask``); it knows nothing of
 words.
 
 Not here: the assessment (``assess``), which still checks every output

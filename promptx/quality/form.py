@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from promptx.language import count_words, detect_language
-from promptx.validate import degenerate_problem, quoted_spans, talking_to_user
+from promptx.text.language import count_words, detect_language
+from promptx.text.validate import degenerate_problem, quoted_spans, talking_to_user
 
 from .assessment import Finding
 from .lexicon import Lexicon

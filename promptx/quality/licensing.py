@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from promptx.cleanup import STOPWORDS
+from promptx.text.cleanup import STOPWORDS
 
 from .lexicon import Lexicon
 from .mentions import PICTURE_WORDS, words

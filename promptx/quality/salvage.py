@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from promptx.validate import talking_to_user
+from promptx.text.validate import talking_to_user
 
 from .assessment import Assessment
 from .lexicon import lexicon

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.autoregressive import decode_autoregressive
-from engine.sampling import SamplingParams
-from engine.stats import DecodeStats
-from engine.stopping import StopChecker
+from engine.decode.autoregressive import decode_autoregressive
+from engine.decode.sampling import SamplingParams
+from engine.decode.stats import DecodeStats
+from engine.decode.stopping import StopChecker
 
 pytestmark = pytest.mark.slow
 

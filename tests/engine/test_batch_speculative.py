@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.autoregressive import decode_autoregressive
-from engine.batch_speculative import decode_speculative_batch
-from engine.sampling import SamplingParams
-from engine.speculative import FixedTree, TreeConfig, decode_speculative
-from engine.stats import DecodeStats
-from engine.stopping import StopChecker
+from engine.decode.autoregressive import decode_autoregressive
+from engine.decode.sampling import SamplingParams
+from engine.decode.stats import DecodeStats
+from engine.decode.stopping import StopChecker
+from engine.speculative.batch import decode_speculative_batch
+from engine.speculative.loop import FixedTree, TreeConfig, decode_speculative
 from tests.tiny import make_tiny_drafter, make_tiny_target
 
 CONFIGS = [TreeConfig.chain(3), TreeConfig(budget=8, max_depth=4, top_k=2), TreeConfig(budget=0, max_depth=1, top_k=1)]
@@ -52,7 +52,7 @@ def test_batched_greedy_equals_reference_for_ragged_rows(config, window, one_thr
 def test_batched_rows_stop_on_eos_and_repack(one_thread, monkeypatch):
     """Rows finishing at different times leave the batch; re-packing the cache holes (forced here
     every round) changes nothing."""
-    import engine.batch_speculative as batch_module
+    import engine.speculative.batch as batch_module
 
     repacks = []
     original = batch_module.BatchLayout.ensure_room
@@ -78,8 +78,8 @@ def test_batched_rows_stop_on_eos_and_repack(one_thread, monkeypatch):
 
 
 def test_repack_keeps_each_rows_entries_in_order():
-    from engine.batch_speculative import BatchLayout
-    from engine.kv_cache import KVCache
+    from engine.runtime.kv_cache import KVCache
+    from engine.speculative.batch import BatchLayout
 
     layout = BatchLayout(KVCache(1, 2, 1, 1, 8, torch.float32), 2)
     layout.cache.k[0, :, 0, :, 0] = torch.arange(16.0).view(2, 8)

@@ -1,4 +1,4 @@
-"""Drafter network (engine.drafter) and its checkpoints (engine.drafter_checkpoint), on a tiny random target."""
+"""Drafter network (engine.speculative.drafter) and its checkpoints (engine.speculative.checkpoint), on a tiny random target."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from engine.config import ModelConfig
-from engine.drafter import Drafter, DrafterConfig, DrafterMismatchError
-from engine.drafter_checkpoint import DrafterLoadError, load_drafter, save_drafter, target_fingerprint
-from engine.model import Transformer
+from engine.runtime.config import ModelConfig
+from engine.runtime.model import Transformer
+from engine.speculative.checkpoint import DrafterLoadError, load_drafter, save_drafter, target_fingerprint
+from engine.speculative.drafter import Drafter, DrafterConfig, DrafterMismatchError
 from tests.tiny import TINY_CONFIG, make_tiny_drafter, make_tiny_target
 
 CFG = TINY_CONFIG

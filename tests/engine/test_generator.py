@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.device import parse_dtype
-from engine.drafter import Drafter, DrafterConfig
+from engine.decode.sampling import SamplingParams
+from engine.decode.stats import DecodeStats
 from engine.generator import Generator
-from engine.sampling import SamplingParams
-from engine.stats import DecodeStats
+from engine.runtime.device import parse_dtype
+from engine.speculative.drafter import Drafter, DrafterConfig
 
 pytestmark = pytest.mark.slow
 
@@ -28,8 +28,8 @@ def test_int8_decodes_and_never_speculates(model_dir):
     assert not generator.can_speculate
     # a real enhancement prompt in the model's own style (the tuned default may end a bare chat at once)
     from promptx.models import prompt_style_of
-    from promptx.render import render_messages
-    from promptx.template_registry import default_registry
+    from promptx.profiles.registry import default_registry
+    from promptx.profiles.render import render_messages
 
     messages = render_messages(default_registry().get("image"), "a red kite", prompt_style=prompt_style_of(model_dir))
     ids = generator.tokenizer.encode_chat(messages)

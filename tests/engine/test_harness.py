@@ -7,16 +7,16 @@ import json
 import pytest
 import torch
 
-from engine.acceptance import AcceptanceCalibrator
-from engine.autoregressive import decode_autoregressive
-from engine.calibrate import calibrate, cost_key
-from engine.cost_table import CostKey, CostTable, CostTableError, CostTableMismatch, table_path
-from engine.harness import Harness, HarnessConfig, decode_harness, load_or_calibrate
-from engine.sampling import SamplingParams
-from engine.speculative import DraftState, drafter_catch_up
-from engine.stats import DecodeStats
-from engine.stopping import StopChecker
-from engine.tree_policy import best_verify_count, choose_width
+from engine.decode.autoregressive import decode_autoregressive
+from engine.decode.sampling import SamplingParams
+from engine.decode.stats import DecodeStats
+from engine.decode.stopping import StopChecker
+from engine.planning.acceptance import AcceptanceCalibrator
+from engine.planning.calibrate import calibrate, cost_key
+from engine.planning.cost_table import CostKey, CostTable, CostTableError, CostTableMismatch, table_path
+from engine.planning.harness import Harness, HarnessConfig, decode_harness, load_or_calibrate
+from engine.planning.policy import best_verify_count, choose_width
+from engine.speculative.loop import DraftState, drafter_catch_up
 from tests.tiny import make_tiny_drafter, make_tiny_target
 
 KEY = CostKey(device="cpu:test", model="abc", dtype="float32", threads=1)
@@ -83,7 +83,7 @@ def test_calibrate_measures_a_table_that_load_or_calibrate_reuses(tmp_path, one_
     assert all(s > 0 for b in table.verify for c in b for s in c) and all(s > 0 for b in table.draft for s in b)
     first = load_or_calibrate(target, drafter, tmp_path)                  # nothing stored: quick calibration
     assert first.quick and table_path(first.key, tmp_path).exists()
-    import engine.calibrate as calibrate_module
+    import engine.planning.calibrate as calibrate_module
 
     monkeypatch.setattr(calibrate_module, "quick_calibrate", lambda *a, **k: pytest.fail("measured again"))
     assert load_or_calibrate(target, drafter, tmp_path).verify == first.verify
@@ -219,7 +219,7 @@ def test_plain_runs_inside_a_harness_decode_stay_lossless(one_thread):
 
 
 def test_batched_harness_picks_chain_lengths_and_stays_lossless(one_thread):
-    from engine.batch_speculative import decode_speculative_batch
+    from engine.speculative.batch import decode_speculative_batch
 
     target = make_tiny_target(seed=4)
     drafter = make_tiny_drafter(target, window=16)
@@ -248,7 +248,7 @@ def test_batched_harness_picks_chain_lengths_and_stays_lossless(one_thread):
 def test_harness_sampling_keeps_the_target_distribution(one_thread):
     """Trees sized by the harness (big ones: verification priced as free), sampled verification:
     the first two tokens follow the target's distribution (chi-square)."""
-    from engine.sampling import next_token_distribution
+    from engine.decode.sampling import next_token_distribution
     from tests.engine.test_speculative import chi_square_p_value
 
     target = make_tiny_target(seed=11)

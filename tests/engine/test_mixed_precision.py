@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 import torch
 
-from engine.device import MIXED, fastest_dtype, parse_dtype
+from engine.decode.sampling import SamplingParams
+from engine.decode.stats import DecodeStats
 from engine.generator import Generator
-from engine.mixed_precision import MixedLinear, use_mixed_precision
-from engine.sampling import SamplingParams
-from engine.stats import DecodeStats
+from engine.runtime.device import MIXED, fastest_dtype, parse_dtype
+from engine.runtime.mixed_precision import MixedLinear, use_mixed_precision
 from tests.tiny import TINY_CONFIG, make_tiny_target
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from engine.autoregressive import decode_autoregressive
-from engine.prefix_cache import PrefixCache, prefill_split
-from engine.sampling import SamplingParams
-from engine.stopping import StopChecker
+from engine.decode.autoregressive import decode_autoregressive
+from engine.decode.prefix_cache import PrefixCache, prefill_split
+from engine.decode.sampling import SamplingParams
+from engine.decode.stopping import StopChecker
 from tests.tiny import make_tiny_target
 
 PROMPT = [3, 17, 42, 9, 88, 5, 61, 7, 23, 99, 14, 2]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.kv_cache import KVCache
-from engine.model import prefix_causal_mask
+from engine.runtime.kv_cache import KVCache
+from engine.runtime.model import prefix_causal_mask
 
 pytestmark = pytest.mark.slow
 

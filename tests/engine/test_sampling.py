@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.sampling import (CANDIDATE_TIERS, CANDIDATES, SamplingParams, _candidate_distribution,
-                             make_generator, next_token_distribution, processed_logits, sample_token)
+from engine.decode.sampling import (CANDIDATE_TIERS, CANDIDATES, SamplingParams, _candidate_distribution,
+                                    make_generator, next_token_distribution, processed_logits, sample_token)
 
 
 @pytest.mark.parametrize("size", CANDIDATE_TIERS)

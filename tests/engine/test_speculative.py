@@ -9,14 +9,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.autoregressive import decode_autoregressive
-from engine.drafter import Drafter, DrafterConfig
-from engine.sampling import SamplingParams, next_token_distribution
-from engine.speculative import FixedTree, TreeConfig, decode_speculative, verify_pass
-from engine.stats import DecodeStats
-from engine.stopping import StopChecker
-from engine.tree import DraftTree
-from engine.verify import verify_sampling
+from engine.decode.autoregressive import decode_autoregressive
+from engine.decode.sampling import SamplingParams, next_token_distribution
+from engine.decode.stats import DecodeStats
+from engine.decode.stopping import StopChecker
+from engine.speculative.drafter import Drafter, DrafterConfig
+from engine.speculative.loop import FixedTree, TreeConfig, decode_speculative, verify_pass
+from engine.speculative.tree import DraftTree
+from engine.speculative.verify import verify_sampling
 
 pytestmark = pytest.mark.slow
 

@@ -7,19 +7,18 @@ import json
 import pytest
 import torch
 
-from engine.drafter_checkpoint import load_drafter
-from engine.model import Transformer
-from tests.tiny import TINY_CONFIG, make_tiny_target
-from engine.sampling import SamplingParams
+from engine.decode.sampling import SamplingParams
+from engine.runtime.model import Transformer
+from engine.speculative.checkpoint import load_drafter
 from engine.training import data as data_mod
 from engine.training.data import (GenerationItem, Record, generate_batch, generate_dataset, generate_reference,
                                   read_records, split_records)
 from engine.training.lowrank import candidate_recall, collect_states, train_lowrank
-from engine.training.train import (TrainConfig, build_drafter, latest_checkpoint, train_drafter, train_step,
-                                   warm_start)
-from engine.training.ttt import (PrefixCache, label_mask, steps_start, target_features, ttt_forward, ttt_loss,
-                                 ttt_mask, ttt_positions)
+from engine.training.train import TrainConfig, build_drafter, latest_checkpoint, train_drafter, train_step, warm_start
+from engine.training.ttt import (PrefixCache, label_mask, steps_start, target_features, ttt_forward, ttt_loss, ttt_mask,
+                                 ttt_positions)
 from engine.training.vocab import select_draft_vocab, token_counts, vocab_coverage
+from tests.tiny import TINY_CONFIG, make_tiny_target
 
 CFG = TINY_CONFIG
 EOS = (1,)
@@ -86,7 +85,7 @@ def test_ttt_mask_with_start_is_the_restriction_of_the_full_mask():
 
 @pytest.mark.parametrize("window", [None, 3])
 def test_ttt_steps_equal_serving_chain(target, window):
-    """Step k at position i == a depth-k draft chain below root i, as engine.speculative runs it."""
+    """Step k at position i == a depth-k draft chain below root i, as engine.speculative.loop runs it."""
     drafter, _ = build_drafter(target, window=window, seed=3)
     drafter.eval()
     tokens = torch.randint(2, 128, (1, 10), generator=torch.Generator().manual_seed(5))
@@ -126,8 +125,8 @@ def test_start_skip_gives_the_same_loss(target):
 
 
 def test_loss_mask_excludes_prompt_tokens(target):
-    from engine.training.ttt import TargetFeatures, step_rows
     from engine.training.train import collate
+    from engine.training.ttt import TargetFeatures, step_rows
 
     drafter, _ = build_drafter(target, seed=1)
     records = make_records(2, prompt=12, response=10)
@@ -366,7 +365,7 @@ def test_warm_start_continues_from_a_trained_drafter(target, tmp_path):
 def test_cli_refuses_architecture_options_with_init(tmp_path):
     from click.testing import CliRunner
 
-    from promptx.cli import main
+    from promptx.cli.main import main
 
     (tmp_path / "data").mkdir()
     (tmp_path / "init").mkdir()
@@ -410,8 +409,8 @@ class FakeTokenizer:
 
 
 def test_cli_items_and_generation_on_two_prompts(target, tmp_path):
-    from promptx.draft_cli import build_items, load_prompt_specs
-    from promptx.template_registry import default_registry
+    from promptx.cli.draft import build_items, load_prompt_specs
+    from promptx.profiles.registry import default_registry
 
     prompts = tmp_path / "prompts"
     (prompts / "t2i_compbench").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Tests of engine.tree: DraftTree structure, EAGLE-2 rerank and expansion."""
+"""Tests of engine.speculative.tree: DraftTree structure, EAGLE-2 rerank and expansion."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from engine.tree import DraftTree, TreeExpansion, select_top_nodes
+from engine.speculative.tree import DraftTree, TreeExpansion, select_top_nodes
 
 
 def hand_tree() -> DraftTree:

@@ -1,4 +1,4 @@
-"""Tests of engine.verify: greedy exactness and sampled losslessness.
+"""Tests of engine.speculative.verify: greedy exactness and sampled losslessness.
 
 The lossless tests run verification rounds against a synthetic target (fixed
 random logits per path) and compare the empirical distribution of the first
@@ -14,10 +14,9 @@ from collections import Counter
 import pytest
 import torch
 
-from engine.sampling import (SamplingParams, greedy_token, make_generator, next_token_distribution,
-                             sample_from)
-from engine.tree import DraftTree, TreeExpansion
-from engine.verify import VerifyResult, verify, verify_greedy, verify_sampling
+from engine.decode.sampling import SamplingParams, greedy_token, make_generator, next_token_distribution, sample_from
+from engine.speculative.tree import DraftTree, TreeExpansion
+from engine.speculative.verify import VerifyResult, verify, verify_greedy, verify_sampling
 
 VOCAB = 10
 
@@ -312,7 +311,7 @@ def test_rejection_by_rounding_still_accepts(monkeypatch):
     # children are "rejected" although they hold all the mass: the residual is
     # empty and the last child with mass must be taken instead of sampling
     # from zeros.
-    from engine.verify import _try_children
+    from engine.speculative.verify import _try_children
     p = torch.tensor([0.00026337665622122586, 0.9997366070747375])
     assert float(p.sum()) - float(p[0]) > float(p[1])
     tree = DraftTree(torch.tensor([0, 1]), torch.tensor([-1, -1]), torch.tensor([-0.1, -0.2]))

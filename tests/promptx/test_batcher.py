@@ -84,8 +84,8 @@ def test_an_interrupt_reaches_every_caller_of_its_batch_and_nothing_spins():
 def test_the_word_budget_does_not_count_a_preamble():
     from types import SimpleNamespace
 
-    from engine.sampling import SamplingParams
-    from engine.stopping import StopChecker
+    from engine.decode.sampling import SamplingParams
+    from engine.decode.stopping import StopChecker
     from promptx.backends.embedded import EmbeddedBackend
 
     words = "Sure! Here is a detailed prompt for the video model: A red fox runs through deep snow at dawn .".split()

@@ -1,4 +1,4 @@
-"""promptx bench: prompt files (promptx.prompt_files), the CLI (promptx.bench_cli) and the
+"""promptx bench: prompt files (promptx.prompt_files), the CLI (promptx.cli.bench) and the
 measurement core (engine.bench): pure aggregation on synthetic stats, and one end-to-end run
 on the real embedded model (slow)."""
 
@@ -93,9 +93,9 @@ class RecordingTokenizer:
 def test_render_prompt_templates_images_and_raw_chat(tmp_path):
     from PIL import Image
 
-    from promptx.bench_cli import render_prompt
+    from promptx.cli.bench import render_prompt
+    from promptx.profiles.registry import default_registry
     from promptx.prompt_files import PromptSpec
-    from promptx.template_registry import default_registry
 
     Image.new("RGB", (64, 48)).save(tmp_path / "in.png")
     tok, registry = RecordingTokenizer(), default_registry()
@@ -114,7 +114,7 @@ def test_render_prompt_templates_images_and_raw_chat(tmp_path):
 
 
 def test_option_parsing():
-    from promptx.bench_cli import parse_budgets, parse_modes, parse_peers
+    from promptx.cli.bench import parse_budgets, parse_modes, parse_peers
 
     assert parse_budgets("8, 16,8") == (8, 16)
     assert parse_modes("tree,none") == ("tree", "none")
@@ -129,8 +129,8 @@ def test_option_parsing():
 
 
 def _cli():
-    from promptx.bench_cli import bench
-    from promptx.cli import main
+    from promptx.cli.bench import bench
+    from promptx.cli.main import main
 
     if "bench" not in main.commands:
         main.add_command(bench)
@@ -151,7 +151,7 @@ def test_cli_rejects_with_one_line(tmp_path, args, message):
 
 # ---- engine.bench aggregation (synthetic stats) -------------------------------------------------------
 def stats_of(accepted, depth):
-    from engine.stats import DecodeStats
+    from engine.decode.stats import DecodeStats
 
     stats = DecodeStats()
     for a in accepted:
@@ -238,9 +238,9 @@ def test_run_bench_on_a_tiny_random_model(one_thread, tmp_path, monkeypatch):
     import torch
 
     from engine.bench import BenchConfig, BenchPrompt, random_drafter, run_bench
-    from engine.config import ModelConfig
     from engine.generator import Generator
-    from engine.model import Transformer
+    from engine.runtime.config import ModelConfig
+    from engine.runtime.model import Transformer
 
     torch.manual_seed(0)
     cfg = ModelConfig(model_type="llama", vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=6,
@@ -305,7 +305,7 @@ def generator(one_thread, model_dir, fp32_model):
 
 @pytest.fixture(scope="module")
 def bench_run(generator, tmp_path_factory, request):
-    import promptx.bench_cli as bench_cli
+    import promptx.cli.bench as bench_cli
     from promptx.models import resolve_model
 
     directory, gen = generator
@@ -348,7 +348,7 @@ def test_bench_end_to_end_writes_every_documented_field(bench_run):
 
 @pytest.mark.slow
 def test_markdown_summary_renders(bench_run):
-    from promptx.bench_cli import markdown_summary
+    from promptx.cli.bench import markdown_summary
 
     result, report, out = bench_run
     text = markdown_summary(report)
@@ -364,7 +364,7 @@ def test_plots_written_when_matplotlib_present(bench_run):
     if importlib.util.find_spec("matplotlib") is None:
         assert any("matplotlib is not installed" in n for n in report["notes"]) and report["plots"] == []
         pytest.skip("matplotlib is not installed (extra 'plot')")
-    from promptx.bench_cli import PLOT_NAMES
+    from promptx.cli.bench import PLOT_NAMES
 
     assert report["plots"] == list(PLOT_NAMES)
     for name in PLOT_NAMES:
@@ -376,7 +376,7 @@ def test_entropy_rows_predict_the_greedy_tokens(generator):
     import torch
 
     from engine.bench import next_token_logits
-    from engine.sampling import SamplingParams
+    from engine.decode.sampling import SamplingParams
 
     _, gen = generator
     ids = gen.tokenizer.encode_chat([{"role": "user", "content": "Name three primary colors."}])
@@ -388,7 +388,7 @@ def test_entropy_rows_predict_the_greedy_tokens(generator):
 
 def test_harness_summary_counts_plain_steps_apart_from_rounds():
     from engine.bench import harness_summary
-    from engine.stats import DecodeStats
+    from engine.decode.stats import DecodeStats
 
     stats = DecodeStats()
     stats.rounds = [{"nodes": 4, "depth": 2, "predicted_accepted": 1.5, "accepted": 2, "predicted_s": 0.2,

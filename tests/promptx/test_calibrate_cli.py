@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from promptx.calibrate_cli import parse_grid
-from promptx.cli import main
+from promptx.cli.calibrate import parse_grid
+from promptx.cli.main import main
 from promptx.errors import InvalidInputError
 
 
@@ -28,7 +28,7 @@ def test_bad_grid_is_a_one_line_error():
 
 @pytest.mark.slow
 def test_calibrate_writes_a_table_the_harness_can_load(model_dir, tmp_path):
-    from engine.cost_table import CostTable
+    from engine.planning.cost_table import CostTable
 
     out = tmp_path / "table.json"
     result = CliRunner().invoke(main, ["calibrate", "--tokens", "1,4", "--contexts", "32", "--batches", "1,2",

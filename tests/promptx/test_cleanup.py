@@ -1,19 +1,10 @@
-"""Tests for promptx.cleanup: raw small-model output -> one usable prompt."""
+"""Tests for promptx.text.cleanup: raw small-model output -> one usable prompt."""
 
 import pytest
 
-from promptx.cleanup import (
-    CleanResult,
-    clean_output,
-    count_words,
-    cut_repetition,
-    dedupe_tags,
-    estimate_encoder_tokens,
-    fit_length,
-    strip_wrapping,
-    to_one_paragraph,
-)
 from promptx.errors import InvalidInputError
+from promptx.text.cleanup import (CleanResult, clean_output, count_words, cut_repetition, dedupe_tags,
+                                  estimate_encoder_tokens, fit_length, strip_wrapping, to_one_paragraph)
 
 PROMPT = "A ginger tabby cat balances on a red skateboard."
 

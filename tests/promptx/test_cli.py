@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from promptx.cli import main
+from promptx.cli.main import main
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_debug_flag_shows_the_exception(runner):
 
 
 def test_an_unexpected_failure_is_one_line_too(runner, monkeypatch):
-    import promptx.template_registry as registry
+    import promptx.profiles.registry as registry
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
@@ -128,7 +128,7 @@ def test_the_process_entry_point_flushes_output_and_keeps_exit_codes(tmp_path):
 
 
 def test_exit_status_follows_sys_exit():
-    from promptx.cli import _exit_status
+    from promptx.cli.main import _exit_status
 
     assert (_exit_status(None), _exit_status(0), _exit_status(3)) == (0, 0, 3)
     assert _exit_status("message") == 1

@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.autoregressive import decode_autoregressive
-from engine.sampling import SamplingParams, TokenMask, next_token_distribution, sample_token
-from engine.speculative import FixedTree, TreeConfig, decode_speculative, verify_pass
-from engine.stats import DecodeStats
-from engine.stopping import StopChecker
-from engine.tree import DraftTree
-from engine.verify import verify_sampling
+from engine.decode.autoregressive import decode_autoregressive
+from engine.decode.sampling import SamplingParams, TokenMask, next_token_distribution, sample_token
+from engine.decode.stats import DecodeStats
+from engine.decode.stopping import StopChecker
+from engine.speculative.loop import FixedTree, TreeConfig, decode_speculative, verify_pass
+from engine.speculative.tree import DraftTree
+from engine.speculative.verify import verify_sampling
 from promptx.quality.constraint import DecodingConstraint, VocabularyIndex
 from tests.engine.test_speculative import chi_square_p_value, drafter  # noqa: F401  (the random-drafter fixture)
 

@@ -9,7 +9,7 @@ import pytest
 
 import promptx
 from promptx.errors import ImageError, InvalidInputError, PromptTooLongError, UnknownTargetError
-from promptx.validate import check_output
+from promptx.text.validate import check_output
 
 pytestmark = pytest.mark.slow
 TOKENS = 96   # enough for a full prompt at a sentence boundary, short enough for CI
@@ -170,8 +170,8 @@ def test_enhance_many_batches_and_matches_one_by_one(model_dir, fp32_model):
 
 def test_generation_stops_once_the_word_budget_is_passed(enhancer):
     from promptx.backends.base import GenerationOptions
-    from promptx.profiles import count_words
-    from promptx.render import render_messages
+    from promptx.profiles.render import render_messages
+    from promptx.profiles.schema import count_words
 
     messages = render_messages(enhancer.profile("video"), "a cat on a skateboard")
     output = enhancer.backend.start(messages, GenerationOptions(max_words=12, max_new_tokens=200, seed=1)).finish()
@@ -180,7 +180,7 @@ def test_generation_stops_once_the_word_budget_is_passed(enhancer):
 
 
 def test_the_template_prefix_is_what_prompts_share(enhancer):
-    from promptx.render import render_messages
+    from promptx.profiles.render import render_messages
 
     backend, profile = enhancer.backend, enhancer.profile("video")
     first, second = (render_messages(profile, p) for p in ("a cat", "two dogs running on a beach"))

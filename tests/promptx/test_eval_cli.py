@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from promptx.cli import main
+from promptx.cli.main import main
 
 
 @pytest.fixture

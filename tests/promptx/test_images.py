@@ -264,7 +264,7 @@ def test_module_does_not_import_torch():
     import sys
 
     code = (
-        "import sys, promptx.images, promptx.cleanup, promptx.validate, promptx.language; "
+        "import sys, promptx.images, promptx.text.cleanup, promptx.text.validate, promptx.text.language; "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -9,8 +9,8 @@ import pytest
 
 from promptx import Enhancer
 from promptx.enhancer import _joined
+from promptx.profiles.registry import builtin_template_dir, default_registry
 from promptx.request import EnhanceRequest
-from promptx.template_registry import builtin_template_dir, default_registry
 
 
 def opening_profile(name: str = "video"):

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from promptx.profiles.registry import default_registry
 from promptx.quality import KINDS, Assessment, assess
 from promptx.quality.constraint import DecodingConstraint, VocabularyIndex
 from promptx.quality.salvage import drop_offending_sentences
-from promptx.template_registry import default_registry
 
 LABELS_DIR = Path(__file__).resolve().parents[1] / "data" / "faithfulness"
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"

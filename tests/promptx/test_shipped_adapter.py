@@ -30,7 +30,7 @@ def test_the_adapter_ships_small_with_a_model_card():
 def test_the_default_model_is_the_tuned_one_and_differs_from_the_base(model_dir, fp32_model):
     import torch
 
-    from engine.loading import load_transformer
+    from engine.weights.loading import load_transformer
 
     assert models.prompt_style_of(model_dir) == "short"
     base_dir = models.prepare(models.resolve_model(models.BASE_NAME), quiet=True)

@@ -31,7 +31,7 @@ def test_a_drafter_ships_with_a_model_card():
         card = (d / "README.md").read_text()
         for needed in ("PartiPrompts", "VBench", "T2I-CompBench", "Apache-2.0", "MIT", "promptx draft train"):
             assert needed in card, f"{d}/README.md does not mention {needed}"
-        from engine.drafter_checkpoint import read_fingerprint
+        from engine.speculative.checkpoint import read_fingerprint
 
         assert read_fingerprint(d)
 
@@ -42,7 +42,7 @@ def pair():
     the tuned default is issue 13's item 4; on the tuned model this tau is 1.93, losslessness holds)."""
     import torch
 
-    from engine.loading import load_model
+    from engine.weights.loading import load_model
     from promptx import models
     from promptx.backends.drafters import load_drafter_for
 
@@ -54,8 +54,8 @@ def pair():
 
 
 def held_out_ids(tokenizer):
-    from promptx.render import render_messages
-    from promptx.template_registry import default_registry
+    from promptx.profiles.registry import default_registry
+    from promptx.profiles.render import render_messages
 
     registry = default_registry()
     return [tokenizer.encode_chat(render_messages(registry.get(target), prompt,
@@ -65,11 +65,11 @@ def held_out_ids(tokenizer):
 
 def test_shipped_drafter_is_trained_and_lossless(pair):
     """tau > 2 (greedy, fixed tree) on held-out prompts, and output equal to plain decoding."""
-    from engine.autoregressive import decode_autoregressive
-    from engine.sampling import SamplingParams
-    from engine.speculative import FixedTree, decode_speculative
-    from engine.stats import DecodeStats
-    from engine.stopping import StopChecker
+    from engine.decode.autoregressive import decode_autoregressive
+    from engine.decode.sampling import SamplingParams
+    from engine.decode.stats import DecodeStats
+    from engine.decode.stopping import StopChecker
+    from engine.speculative.loop import FixedTree, decode_speculative
 
     model, tokenizer, drafter = pair
     tokens = forwards = 0
@@ -98,7 +98,7 @@ def test_enhance_uses_the_shipped_drafter(model_dir):
 def test_the_fastest_precision_decodes_plainly_without_loading_the_drafter(model_dir):
     """On a CPU without native bf16 the default is mixed precision, which never speculates."""
     import promptx
-    from engine.device import MIXED, fastest_dtype
+    from engine.runtime.device import MIXED, fastest_dtype
 
     if fastest_dtype("cpu") != MIXED:
         pytest.skip("this CPU runs bf16 natively: the default precision speculates")

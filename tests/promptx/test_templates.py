@@ -14,16 +14,10 @@ from pathlib import Path
 import pytest
 
 from promptx.errors import InvalidInputError, TemplateError, UnknownTargetError
-from promptx.profiles import Profile, count_words, template_placeholders
-from promptx.render import DEFAULT_I2V_PROMPT, image_line, render_messages, substitute
-from promptx.template_registry import (
-    ENV_VAR,
-    TemplateRegistry,
-    builtin_template_dir,
-    default_registry,
-    get_profile,
-    load_profile_file,
-)
+from promptx.profiles.registry import (ENV_VAR, TemplateRegistry, builtin_template_dir, default_registry, get_profile,
+                                       load_profile_file)
+from promptx.profiles.render import DEFAULT_I2V_PROMPT, image_line, render_messages, substitute
+from promptx.profiles.schema import Profile, count_words, template_placeholders
 
 REGISTRY = TemplateRegistry()
 NAMES = REGISTRY.names()
@@ -369,8 +363,8 @@ def test_count_words():
 
 def test_modules_do_not_import_torch():
     code = (
-        "import sys, promptx.profiles, promptx.render, promptx.template_registry\n"
-        "promptx.template_registry.default_registry()\n"
+        "import sys, promptx.profiles.schema, promptx.profiles.render, promptx.profiles.registry\n"
+        "promptx.profiles.registry.default_registry()\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     root = Path(__file__).resolve().parents[2]

@@ -8,9 +8,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from promptx.cli import main
-from promptx.render import render_messages
-from promptx.template_registry import default_registry
+from promptx.cli.main import main
+from promptx.profiles.registry import default_registry
+from promptx.profiles.render import render_messages
 from promptx.tune import balanced, pair_records
 from promptx.tuning_pairs import PairFileError, PairRow, TuningPair, read_pairs
 
@@ -101,9 +101,9 @@ def test_the_default_model_merges_a_shipped_adapter_when_prepared(tmp_path, fp32
 
     import torch
 
-    import engine.gguf_convert
+    import engine.weights.gguf_convert
 
-    monkeypatch.setattr(engine.gguf_convert, "convert_gguf",
+    monkeypatch.setattr(engine.weights.gguf_convert, "convert_gguf",
                         lambda gguf, out: shutil.copytree(model_dir, out, dirs_exist_ok=True))
 
     from engine.training.lora import LoRALinear, attach_lora, save_adapter
@@ -126,7 +126,7 @@ def test_the_default_model_merges_a_shipped_adapter_when_prepared(tmp_path, fp32
     tuned, base = models.resolve_model(None), models.resolve_model("smollm2-135m-instruct-base")
     assert tuned.adapter == adapter and base.adapter is None and tuned.directory != base.directory
     assert {row["name"] for row in models.list_models()} >= {"smollm2-135m-instruct", "smollm2-135m-instruct-base"}
-    from engine.loading import load_transformer
+    from engine.weights.loading import load_transformer
 
     merged = load_transformer(models.prepare(tuned, quiet=True))
     ids = torch.tensor([tokenizer.encode("A lighthouse on a rocky point at dusk")])

@@ -1,9 +1,9 @@
-"""Tests for promptx.validate (is a cleaned output acceptable?) and promptx.language."""
+"""Tests for promptx.text.validate (is a cleaned output acceptable?) and promptx.text.language."""
 
 import pytest
 
-from promptx.language import detect_language
-from promptx.validate import check_output, quoted_spans, subject_words
+from promptx.text.language import detect_language
+from promptx.text.validate import check_output, quoted_spans, subject_words
 
 REWRITE = (
     "A ginger tabby cat balancing on a red skateboard as it rolls down a sunlit street, "

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from promptx.backends.word_budget import WordBudgetStop, word_bounds
-from promptx.cleanup import strip_wrapping
-from promptx.language import count_words
+from promptx.text.cleanup import strip_wrapping
+from promptx.text.language import count_words
 
 TEXTS = [
     "Sure! Here is the enhanced prompt: A ginger cat rides a red skateboard down a sunlit street, "
@@ -22,7 +22,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def tokenizer(model_dir):
-    from engine.tokenizer import ChatTokenizer
+    from engine.weights.tokenizer import ChatTokenizer
 
     return ChatTokenizer(model_dir)
 

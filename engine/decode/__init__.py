@@ -1,0 +1,4 @@
+"""The decode layer: sampling, stop rules, statistics, the commit step, plain decoding and prefix reuse.
+
+Not here: speculation (``engine.speculative.loop``).
+"""

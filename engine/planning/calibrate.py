@@ -1,0 +1,141 @@
+"""Measure a ``CostTable`` on the current device: target verification and drafter step latencies.
+
+Each grid point is timed ``repeats`` times after one warm-up and the median is
+kept, so one noisy run does not skew the table. The target is timed as in a
+verification pass (tree mask, taps, logits at every new token) over a cache
+already holding ``context`` entries; the drafter as one tree-growth step of
+``width`` frontier nodes plus its top-k head.
+
+``QUICK`` is the small grid used automatically when no table exists (seconds
+on a CPU); ``FULL`` is what ``promptx calibrate`` measures by default.
+Not here: the table format (``engine.planning.cost_table``), its use (``engine.planning.harness``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+import time
+from typing import Callable, Sequence
+
+import torch
+
+from ..progress import progress_bar
+from ..speculative.checkpoint import target_fingerprint
+from .cost_table import CostKey, CostTable, cpu_name
+
+FULL = dict(tokens=(1, 2, 4, 8, 16, 32, 64), contexts=(128, 512, 1024, 2048, 4096), batches=(1, 2, 4, 8),
+            widths=(1, 2, 4, 8, 16, 32, 64), repeats=3)
+QUICK = dict(tokens=(1, 8, 32), contexts=(256, 1024), batches=(1, 8), widths=(1, 4, 16), repeats=2)
+DRAFT_CONTEXT = 512
+BRANCHING = 8
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"cuda:{torch.cuda.get_device_name(device)}"
+    return f"{device.type}:{cpu_name()}"
+
+
+def cost_key(model, drafter) -> CostKey:
+    """Device, target fingerprint + drafter shape, dtype and torch threads of this pair."""
+    c = drafter.config
+    shape = f"{c.hidden_size}-{c.draft_vocab_size}-{c.lowrank_rank}-{c.window}"
+    drafter_id = hashlib.sha256(shape.encode()).hexdigest()[:6]
+    weight = model.embed_tokens.weight
+    return CostKey(device=device_name(weight.device), model=f"{target_fingerprint(model)}-{drafter_id}",
+                   dtype=str(weight.dtype).removeprefix("torch."), threads=torch.get_num_threads())
+
+
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``run`` over ``repeats`` calls after one warm-up call."""
+    run()
+    _sync()
+    times = []
+    for _ in range(max(1, repeats)):
+        started = time.perf_counter()
+        run()
+        _sync()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+@torch.inference_mode()
+def verify_latency(model, tokens: int, context: int, batch: int, repeats: int) -> float:
+    """One target pass over ``tokens`` tree tokens per sequence after ``context`` cached ones."""
+    device = model.embed_tokens.weight.device
+    cache = model.new_cache(context + tokens, batch=batch)
+    cache.commit(context)
+    ids = torch.randint(0, model.config.vocab_size, (batch, tokens), device=device)
+    positions = torch.arange(context, context + tokens, device=device)
+    mask = torch.ones(tokens, context + tokens, dtype=torch.bool, device=device)
+    mask[:, context:] = torch.ones(tokens, tokens, dtype=torch.bool, device=device).tril()
+    return median_seconds(lambda: model(ids, cache, positions=positions, mask=mask, taps=True), repeats)
+
+
+@torch.inference_mode()
+def draft_latency(drafter, width: int, batch: int, repeats: int, context: int = DRAFT_CONTEXT) -> float:
+    """One drafter tree step: ``width`` frontier nodes per sequence after ``context`` entries, then top-k."""
+    c = drafter.config
+    context = max(1, min(context, c.max_position_embeddings - 1))
+    device = drafter.fc.weight.device
+    cache = drafter.new_cache(context + width, batch=batch)
+    cache.commit(context)
+    hidden = torch.randn(batch, width, c.hidden_size, dtype=drafter.fc.weight.dtype, device=device)
+    ids = torch.randint(0, c.vocab_size, (batch, width), device=device)
+    positions = torch.full((width,), context, device=device)
+    mask = torch.ones(width, context + width, dtype=torch.bool, device=device)
+    key_positions = torch.cat([torch.arange(context, device=device), positions])
+
+    def step():
+        out = drafter(hidden, ids, cache, positions=positions, mask=mask, key_positions=key_positions)
+        return drafter.topk(out, BRANCHING)
+    return median_seconds(step, repeats)
+
+
+def calibrate(model, drafter, *, tokens: Sequence[int] = FULL["tokens"], contexts: Sequence[int] = FULL["contexts"],
+              batches: Sequence[int] = FULL["batches"], widths: Sequence[int] = FULL["widths"],
+              repeats: int = FULL["repeats"], quick: bool = False, progress: bool = True) -> CostTable:
+    """Measure every grid point; contexts beyond the model's window are dropped."""
+    limit = model.config.max_position_embeddings - max(tokens)
+    contexts = sorted({min(c, limit) for c in contexts if c > 0})
+    tokens, batches, widths = sorted(set(tokens)), sorted(set(batches)), sorted(set(widths))
+    total = len(batches) * (len(contexts) * len(tokens) + len(widths))
+    bar = _progress(total, progress)
+    started = time.perf_counter()
+    verify, draft = [], []
+    try:
+        for b in batches:
+            per_context = []
+            for c in contexts:
+                row = []
+                for n in tokens:
+                    row.append(verify_latency(model, n, c, b, repeats))
+                    bar.update(1)
+                per_context.append(row)
+            verify.append(per_context)
+            row = []
+            for w in widths:
+                row.append(draft_latency(drafter, w, b, repeats))
+                bar.update(1)
+            draft.append(row)
+    finally:
+        bar.close()
+    meta = {"repeats": repeats, "seconds": round(time.perf_counter() - started, 1),
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "torch": torch.__version__}
+    return CostTable(key=cost_key(model, drafter), tokens=list(tokens), contexts=list(contexts),
+                     batches=list(batches), verify=verify, widths=list(widths), draft=draft, quick=quick, meta=meta)
+
+
+def quick_calibrate(model, drafter, progress: bool = False) -> CostTable:
+    """The small automatic grid (``QUICK``)."""
+    return calibrate(model, drafter, quick=True, progress=progress, **QUICK)
+
+
+def _progress(total: int, enabled: bool):
+    return progress_bar(total, enabled=enabled, desc="calibrate", unit="point")

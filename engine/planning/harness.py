@@ -1,0 +1,263 @@
+"""EAGLE-4 harness: a tree planner that sizes every round's draft tree from measured costs.
+
+Each round the tree grows level by level below the root. Every drafted node
+gets a *value*: the product of calibrated draft confidences along its path
+(``engine.planning.acceptance``), i.e. the predicted probability that the target
+accepts the whole path. ``engine.planning.policy`` then decides, from the
+device's ``CostTable`` at the current context length, how many nodes of the
+newest level to expand (none = stop growing) and, at the end, how many of the
+best nodes to verify (none = a plain decoding step). After verification the
+harness feeds the observed acceptances back to the calibrator and corrects
+its latency predictions by the observed/predicted ratio, then records its
+choices in ``DecodeStats.rounds``. At batch 1 it also times whole rounds
+(everything the table does not model included) against plain steps and
+decodes plainly, re-measuring a round every ``plain_run`` tokens, while
+speculation is measured slower.
+
+``decode_harness`` is ``decode_speculative`` driven by a ``Harness``; the
+decode loop, verification and losslessness are the speculative decoder's.
+Not here: measuring costs (``engine.planning.calibrate``), the policy maths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import torch
+
+from ..decode.sampling import SamplingParams
+from ..decode.stats import DecodeStats
+from ..decode.stopping import StopChecker
+from ..runtime.model import Transformer
+from ..speculative.drafter import Drafter
+from ..speculative.loop import DraftPass, DraftState, decode_speculative
+from ..speculative.planner import Planner, TreeConfig
+from ..speculative.tree import DraftTree, TreeExpansion, select_top_nodes
+from .acceptance import AcceptanceCalibrator
+from .cost_table import CostTable, CostTableError, table_path
+from .policy import best_verify_count, choose_width
+
+
+@dataclass(frozen=True)
+class HarnessConfig:
+    max_nodes: int = 63            # tree nodes verified at most (64 tokens with the root)
+    max_depth: int = 16
+    branching: int = 8             # children drafted per expanded node
+    min_value: float = 1e-3        # nodes predicted less likely than this are not worth a slot
+    child_accept: float = 0.5      # prior for the calibrated acceptance of a best child
+    smoothing: float = 0.1         # weight of a new observation in the running child-acceptance estimate
+    latency_smoothing: float = 0.1  # same for the observed/predicted latency ratios (0: trust the table)
+    max_batch_chain: int = 8       # longest chain a batched round drafts
+    explore_every: int = 16        # batched rounds: a 1-token chain this often even when predicted not to pay
+    plain_run: int = 24            # batch 1: plain steps per run once speculating is measured slower
+    pace_smoothing: float = 0.3    # weight of a new measurement in the seconds-per-token estimates
+    pace_margin: float = 0.03      # speculate unless its seconds per token are this much worse
+
+
+class Harness(Planner):
+    """Cost-aware planner for ``decode_speculative`` (batch 1 by default) and batched rounds."""
+
+    adaptive = True      # its trees follow measured timings
+
+    def __init__(self, costs: CostTable | Callable[[], CostTable], config: HarnessConfig | None = None,
+                 calibrator: AcceptanceCalibrator | None = None, batch: int = 1) -> None:
+        """``costs``: the cost table, or a function giving it on first use (loading or measuring it
+        then, so that building a harness that is never used costs nothing)."""
+        self._costs, self.config, self.batch = costs, config or HarnessConfig(), batch
+        self.calibrator = calibrator or AcceptanceCalibrator()
+        self.child_accept = self.config.child_accept
+        self.chain_accept = self.config.child_accept      # batched rounds: acceptance per chain step
+        self._batch_rounds = 0
+        self.verify_scale = self.draft_scale = 1.0        # observed / predicted latency
+        self.max_nodes = self.config.max_nodes
+        self.draft_slots = self.config.max_depth * max(64, self.config.branching)
+        self._pending: dict = {}
+        # measured wall seconds per emitted token, all overhead included (batch 1)
+        self.pace = {"speculative": None, "plain": None}
+        self._explore = False      # the next round speculates, to measure it again
+
+    @classmethod
+    def for_model(cls, model: Transformer, drafter: Drafter, directory: str | Path | None = None,
+                  config: HarnessConfig | None = None, progress: bool = False,
+                  on_measure: Callable[[], None] | None = None) -> "Harness":
+        """The harness with this device's stored cost table, measuring a quick one when none is
+        stored; both happen at its first decode. ``on_measure`` is called before measuring."""
+        return cls(lambda: load_or_calibrate(model, drafter, directory, progress, on_measure), config)
+
+    @property
+    def costs(self) -> CostTable:
+        if not isinstance(self._costs, CostTable):
+            self._costs = self._costs()
+        return self._costs
+
+    # ---- costs ----------------------------------------------------------------------------------
+    def verify_seconds(self, tokens: int, context: int) -> float:
+        return self.verify_scale * self.costs.verify_seconds(tokens, context, self.batch)
+
+    def draft_seconds(self, width: int) -> float:
+        return self.draft_scale * self.costs.draft_seconds(width, self.batch)
+
+    # ---- planning -------------------------------------------------------------------------------
+    def draft(self, drafter: Drafter, state: DraftState, context: int) -> DraftTree:
+        """Grow the tree while the policy predicts it pays; return the nodes worth verifying."""
+        cfg = self.config
+        verify = lambda n: self.verify_seconds(n, context)  # noqa: E731
+        catch_up = self.draft_seconds(1)                     # the catch-up step that made the root's output
+        spent = catch_up
+        expansion = TreeExpansion(self.max_nodes, cfg.max_depth, cfg.branching)
+        logp, tokens = drafter.topk(state.root_out, cfg.branching)
+        expansion.start(logp[0], tokens[0])
+        confidence = logp[0].float().exp()
+        values = self.calibrator.calibrate(confidence)
+        level = torch.arange(values.numel(), device=values.device)
+        widths: list[int] = []
+        with DraftPass(drafter, state) as drafting:
+            while not expansion.done:
+                level_values = values[level]
+                width, _ = choose_width(values.tolist(), level_values.tolist(), self.child_accept, spent,
+                                        verify, self.draft_seconds, self.max_nodes, cfg.min_value)
+                if width == 0:
+                    break
+                chosen = level[level_values.argsort(descending=True, stable=True)[:width]].sort().values
+                expansion.set_frontier(chosen)
+                logp, tokens = drafting.run(expansion, cfg.branching)
+                base = expansion.pool_size
+                expansion.extend(logp, tokens)
+                spent += self.draft_seconds(width)
+                widths.append(width)
+                child_conf = logp.float().exp()                                    # [w, k]
+                child_accept = self.calibrator.calibrate(child_conf)                 # [w, k]
+                child_values = values[chosen][:, None] * child_accept
+                self._track_child_accept(child_accept[:, 0])
+                confidence = torch.cat([confidence, child_conf.reshape(-1)])
+                values = torch.cat([values, child_values.reshape(-1)])
+                level = torch.arange(base, expansion.pool_size, device=values.device)
+        plan = best_verify_count(values.tolist(), spent, verify, self.max_nodes)
+        pool_tokens, parents, _, _ = expansion.pool()
+        tree = select_top_nodes(pool_tokens, parents, values.clamp(min=1e-30).log(), plan.count)
+        self._pending = {"pool": int(values.numel()), "widths": widths, "nodes": tree.size,
+                         "depth": tree.max_depth, "predicted_accepted": round(plan.expected_tokens - 1, 3),
+                         "predicted_draft_s": spent, "predicted_tree_s": spent - catch_up,
+                         "predicted_verify_s": verify(tree.size + 1),
+                         "confidence": confidence[tree.pool_indices].tolist() if tree.size else []}
+        return tree
+
+    # ---- plain steps (batch 1) -----------------------------------------------------------------
+    def plain_steps(self, context: int) -> int:
+        """A run of plain steps when speculative rounds have been measured slower per token than
+        plain steps (everything included: drafting, verification, catch-up, bookkeeping); after
+        each run one speculative round measures again, so the choice follows the device."""
+        spec, plain = self.pace["speculative"], self.pace["plain"]
+        if spec is None or self._explore:
+            self._explore = False
+            return 0
+        if plain is None:
+            plain = self.verify_seconds(1, context)       # until measured: the table's single-token pass
+        return self.config.plain_run if spec > plain * (1 + self.config.pace_margin) else 0
+
+    def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
+        if tokens <= 0:
+            return
+        self._explore = plain
+        key, w = ("plain" if plain else "speculative"), self.config.pace_smoothing
+        per_token = seconds / tokens
+        old = self.pace[key]
+        self.pace[key] = per_token if old is None else (1 - w) * old + w * per_token
+
+    # ---- batched rounds (engine.speculative.batch) ---------------------------------------------
+    def batch_config(self, context: int, batch: int) -> TreeConfig:
+        """Chain length for the next batched round: the most expected tokens per second for the
+        whole batch, with per-depth acceptance ``child_accept`` (0 = plain batched decoding)."""
+        best_length, best_rate, best_seconds = 0, 0.0, 0.0
+        expected = 1.0
+        for length in range(0, min(self.config.max_batch_chain, self.max_nodes) + 1):
+            if length:
+                expected += self.chain_accept ** length
+            seconds = (self.verify_scale * self.costs.verify_seconds(length + 1, context, batch)
+                       + self.draft_scale * self.costs.draft_seconds(1, batch) * (length + 1))
+            rate = batch * expected / seconds
+            if rate > best_rate:
+                best_length, best_rate, best_seconds = length, rate, seconds
+        self._batch_rounds += 1
+        if best_length == 0 and self.max_nodes and self._batch_rounds % self.config.explore_every == 0:
+            best_length = 1                  # keep observing acceptance, or a low estimate never recovers
+        self._pending = {"predicted_accepted": round(sum(self.chain_accept ** d for d in range(1, best_length + 1)), 3),
+                         "predicted_s": best_seconds, "batch": batch}
+        return TreeConfig.chain(best_length)
+
+    def observe_batch(self, config: TreeConfig, trees, results, draft_s: float, verify_s: float,
+                      stats: Sequence[DecodeStats]) -> None:
+        """Update the chain acceptance estimate from every row; log the round in each row's stats."""
+        pending, self._pending = self._pending, {}
+        tested = accepted = 0
+        for tree, result, row_stats in zip(trees, results, stats):
+            if tree.size:
+                tested += min(result.num_accepted + 1, tree.size)
+                accepted += result.num_accepted
+            row_stats.rounds.append({"nodes": tree.size, "depth": tree.max_depth, "pool": tree.size, "widths": [],
+                                     "predicted_accepted": pending.get("predicted_accepted"),
+                                     "accepted": result.num_accepted, "batch": pending.get("batch", len(trees)),
+                                     "predicted_s": round(pending.get("predicted_s", 0.0), 5),
+                                     "seconds": round(draft_s + verify_s, 5)})
+        if tested:
+            w = self.config.smoothing
+            self.chain_accept = min(0.999, (1 - w) * self.chain_accept + w * accepted / tested)
+
+    def _track_child_accept(self, best_child: torch.Tensor) -> None:
+        if best_child.numel():
+            w = self.config.smoothing
+            self.child_accept = (1 - w) * self.child_accept + w * float(best_child.mean())
+
+    # ---- feedback -------------------------------------------------------------------------------
+    def observe(self, tree: DraftTree, result, draft_s: float, verify_s: float, stats: DecodeStats) -> None:
+        """Update the acceptance calibration and latency corrections; log the round in ``stats.rounds``."""
+        pending, self._pending = self._pending, {}
+        confidence = pending.get("confidence", [])
+        accepted = set(result.accepted_nodes)
+        tested = tree.root_children + [c for node in result.accepted_nodes for c in tree.children[node]]
+        self.calibrator.observe([confidence[i] for i in tested], [i in accepted for i in tested])
+        w = self.config.latency_smoothing
+        if pending.get("predicted_verify_s"):
+            ratio = verify_s / (pending["predicted_verify_s"] / self.verify_scale)
+            self.verify_scale = (1 - w) * self.verify_scale + w * ratio
+        if pending.get("widths") and pending.get("predicted_tree_s"):   # measured draft_s excludes the catch-up
+            ratio = draft_s / (pending["predicted_tree_s"] / self.draft_scale)
+            self.draft_scale = (1 - w) * self.draft_scale + w * ratio
+        stats.rounds.append({
+            "nodes": pending.get("nodes", tree.size), "depth": pending.get("depth", tree.max_depth),
+            "pool": pending.get("pool", 0), "widths": pending.get("widths", []),
+            "predicted_accepted": pending.get("predicted_accepted"), "accepted": result.num_accepted,
+            "predicted_s": round(pending.get("predicted_draft_s", 0.0) + pending.get("predicted_verify_s", 0.0), 5),
+            "seconds": round(draft_s + verify_s, 5)})
+
+
+def load_or_calibrate(model: Transformer, drafter: Drafter, directory: str | Path | None = None,
+                      progress: bool = False, on_measure: Callable[[], None] | None = None) -> CostTable:
+    """The stored cost table for this device/model/dtype/threads, or a quick calibration (then stored)."""
+    from .calibrate import cost_key, quick_calibrate
+
+    key = cost_key(model, drafter)
+    path = table_path(key, directory)
+    if path.exists():
+        try:
+            return CostTable.load(path, expect=key)
+        except CostTableError:
+            pass                                                # unreadable or stale: measure again
+    if on_measure is not None:
+        on_measure()
+    table = quick_calibrate(model, drafter, progress=progress)
+    try:
+        table.save(path)
+    except OSError:
+        pass                                                    # read-only cache: use it for this process
+    return table
+
+
+def decode_harness(model: Transformer, drafter: Drafter, prompt_ids: Sequence[int], params: SamplingParams,
+                   stop: StopChecker, stats: DecodeStats | None = None,
+                   harness: Harness | None = None) -> Iterator[list[int]]:
+    """Speculative decoding with the cost-aware harness (lossless like ``decode_speculative``)."""
+    harness = harness or Harness.for_model(model, drafter)
+    return decode_speculative(model, drafter, prompt_ids, params, stop, stats, harness)

@@ -1,0 +1,87 @@
+"""Building blocks shared by the target runtime and the drafter.
+
+RMSNorm, rotary position embeddings, the SwiGLU MLP and the SDPA call. No
+model structure lives here; see ``engine.runtime.model`` and ``engine.speculative.drafter``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32:
+            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+        # half precision: normalise in fp32 like the reference, cast back
+        return F.rms_norm(x.float(), self.weight.shape, self.weight.float(), self.eps).to(x.dtype)
+
+
+class RotaryEmbedding(nn.Module):
+    """cos/sin tables [max_positions, head_dim] indexed by absolute position."""
+
+    def __init__(self, head_dim: int, theta: float, max_positions: int) -> None:
+        super().__init__()
+        # built on the CPU even inside a meta-device context (meta arange imports torch._dynamo)
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64, device="cpu") / head_dim))
+        angles = torch.outer(torch.arange(max_positions, dtype=torch.float64, device="cpu"), inv_freq)
+        angles = torch.cat([angles, angles], dim=-1)
+        self.register_buffer("cos", angles.cos().float(), persistent=False)
+        self.register_buffer("sin", angles.sin().float(), persistent=False)
+
+    def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """positions [T] or [B, T] -> cos, sin broadcastable to [B, H, T, D]."""
+        cos, sin = self.cos[positions].to(dtype), self.sin[positions].to(dtype)
+        if positions.dim() == 1:
+            return cos[None, None], sin[None, None]
+        return cos[:, None], sin[:, None]
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x [B, H, T, D] rotated by the angles of its positions."""
+    return x * cos + rotate_half(x) * sin
+
+
+class SwiGLU(nn.Module):
+    """down(silu(gate(x)) * up(x)) with gate and up fused in one matmul."""
+
+    def __init__(self, hidden: int, intermediate: int, dtype: torch.dtype | None = None) -> None:
+        super().__init__()
+        self.gate_up_proj = nn.Linear(hidden, 2 * intermediate, bias=False, dtype=dtype)
+        self.down_proj = nn.Linear(intermediate, hidden, bias=False, dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+           causal: bool) -> torch.Tensor:
+    """SDPA with grouped KV heads, without copying K/V per query head.
+
+    q [B, H, T, D]; k, v [B, Hkv, S, D]; mask bool [T, S] or [B, 1, T, S] (True = attend).
+    The G query heads sharing a KV head are folded into the query length, so
+    the cache is read in place: q -> [B, Hkv, G*T, D].
+    """
+    b, h, t, d = q.shape
+    groups = h // k.shape[1]
+    if causal and mask is None and t > 1:
+        mask = torch.ones(t, k.shape[2], dtype=torch.bool, device=q.device).tril(k.shape[2] - t)
+    if groups > 1:
+        q = q.reshape(b, k.shape[1], groups * t, d)
+        if mask is not None:
+            mask = mask.repeat(groups, 1) if mask.dim() == 2 else mask.repeat(1, 1, groups, 1)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return out.reshape(b, h, t, d)

@@ -1,0 +1,136 @@
+"""The target runtime: a lean Llama-family transformer (Llama, Mistral, Qwen2, Qwen3).
+
+Only the network: embeddings, decoder blocks, final norm and head, reading
+and writing an external ``KVCache``. One forward pass serves prefill, single
+token decoding and tree verification (explicit boolean mask, positions =
+prefix length + depth). It can return the EAGLE-3 hidden-state taps and
+computes logits only at the rows asked for.
+
+Not here: loading files (``engine.weights.loading``), decoding loops, sampling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .config import ModelConfig
+from .kv_cache import KVCache
+from .layers import RMSNorm, RotaryEmbedding, SwiGLU, apply_rotary, attend
+
+
+@dataclass
+class ForwardOutput:
+    logits: torch.Tensor | None      # [B, n, V] at the requested rows
+    taps: torch.Tensor | None         # [B, T, 3H]: inputs of the three tap layers, low|mid|high
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        out = (self.heads + 2 * self.kv_heads) * self.head_dim
+        self.qkv_proj = nn.Linear(cfg.hidden_size, out, bias=cfg.attention_bias, dtype=dtype)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False, dtype=dtype)
+        self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
+        self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
+
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], cache: KVCache,
+                layer: int, start: int, mask: torch.Tensor | None) -> torch.Tensor:
+        b, t, _ = x.shape
+        q, k, v = self.qkv_proj(x).split(
+            [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
+        q = q.view(b, t, self.heads, self.head_dim).transpose(1, 2)       # [B, H, T, D]
+        k = k.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)    # [B, Hkv, T, D]
+        v = v.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+        k_all, v_all = cache.write(layer, start, k, v)                    # [B, Hkv, start+T, D]
+        out = attend(q, k_all, v_all, mask, causal=(start == 0 and t > 1))
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, dtype: torch.dtype) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn = Attention(cfg, dtype)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = SwiGLU(cfg.hidden_size, cfg.intermediate_size, dtype)
+
+    def forward(self, x, rope, cache, layer, start, mask):
+        x = x + self.self_attn(self.input_layernorm(x), rope, cache, layer, start, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+def prefix_causal_mask(start: int, t: int, device: torch.device) -> torch.Tensor:
+    """Bool [T, start+T]: every new token sees the prefix and the new tokens up to itself."""
+    mask = torch.ones(t, start + t, dtype=torch.bool, device=device)
+    mask[:, start:] = torch.ones(t, t, dtype=torch.bool, device=device).tril()
+    return mask
+
+
+def _embedding_init(cfg: ModelConfig, dtype: torch.dtype) -> torch.Tensor:
+    """N(0, 1) embeddings; left empty on the meta device (loading), because torch's meta
+    ``normal_`` imports torch._dynamo, which costs seconds at every model load."""
+    weight = torch.empty(cfg.vocab_size, cfg.hidden_size, dtype=dtype)
+    return weight if weight.is_meta else nn.init.normal_(weight)
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        self.config, self.dtype = cfg, dtype
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, _weight=_embedding_init(cfg, dtype))
+        self.layers = nn.ModuleList(Block(cfg, dtype) for _ in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False, dtype=dtype)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+        self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
+        # optional fast path for one token of one sequence (engine.runtime.lean_step, mixed precision)
+        self.single_step = None
+
+    def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
+        cfg = self.config
+        capacity = capacity or cfg.max_position_embeddings
+        return KVCache(cfg.num_hidden_layers, batch, cfg.num_key_value_heads, cfg.head_dim,
+                       capacity, self.dtype, self.embed_tokens.weight.device)
+
+    @torch.inference_mode()
+    def forward(self, tokens: torch.Tensor, cache: KVCache, *, positions: torch.Tensor | None = None,
+                mask: torch.Tensor | None = None, logits_at: torch.Tensor | slice | None = None,
+                taps: bool = False) -> ForwardOutput:
+        """Run tokens [B, T] written at cache slots ``cache.length..``; the cache is not committed.
+
+        positions: rope positions [T] (default: slot numbers); mask: bool [T, length+T]
+        or [B, 1, T, length+T], True = may attend (default: causal); logits_at: rows of T
+        to score (default all; an empty slice skips the head).
+        """
+        start, t = cache.length, tokens.shape[1]
+        if self.single_step is not None and tokens.numel() == 1 and cache.k.shape[1] == 1 \
+                and positions is None and mask is None and logits_at is None and not taps:
+            return ForwardOutput(logits=self.single_step(tokens, cache), taps=None)
+        if positions is None:
+            positions = torch.arange(start, start + t, device=tokens.device)
+        if mask is None and start > 0 and t > 1:
+            mask = prefix_causal_mask(start, t, tokens.device)
+        rope = self.rope(positions, self.dtype)
+        x = self.embed_tokens(tokens)
+        tap_ids, tapped = self.config.tap_layers, []
+        for i, layer in enumerate(self.layers):
+            if taps:
+                tapped.extend(x for tap in tap_ids if tap == i)
+            x = layer(x, rope, cache, i, start, mask)
+        return ForwardOutput(
+            logits=self.logits(x if logits_at is None else x[:, logits_at]),
+            taps=torch.cat(tapped, dim=-1) if taps else None,
+        )
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor | None:
+        if hidden.shape[1] == 0:
+            return None
+        return self.lm_head(self.norm(hidden))

@@ -1,0 +1,366 @@
+"""Speculative decoding of C sequences at once, each accepting its own number of tokens per round.
+
+Layout: the target and the drafter each keep one KV cache for the batch with
+common slot numbers; every row has a validity mask over the slots and its own
+positions (``BatchLayout``). Prompts are left-padded. Each round every row
+writes (root, its tree) at the same slots [S0, S0+N+1) (N = the largest tree;
+smaller trees are padded with dummy tokens that see only themselves), the
+target verifies all rows in one pass, each row keeps its root + accepted path
+at [S0, S0+m) and drops the rest, and the common length grows by the largest
+m. Holes left by shorter rows are masked; when a cache would overflow, rows are
+re-packed. Finished rows leave the batch. Verification per row is
+``engine.speculative.verify``, so every row's output equals its single-sequence output
+(greedy: token for token).
+
+Each round's tree shape comes from the ``Planner`` (``engine.speculative.planner``): one
+``TreeConfig`` every round (``FixedTree``) or the harness choosing it per round. Not here: single-sequence decoding
+(``engine.speculative.loop``), tree bookkeeping (``engine.speculative.tree``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import torch
+
+from ..decode.commit import commit_tokens
+from ..decode.sampling import SamplingParams, make_generator, pick_token
+from ..decode.stats import DecodeStats
+from ..decode.stopping import StopChecker
+from ..runtime.model import Transformer
+from .drafter import Drafter
+from .loop import FixedTree
+from .planner import Planner, TreeConfig
+from .tree import DraftTree, TreeExpansion
+from .verify import verify
+
+
+# ---- cache layout --------------------------------------------------------------------------------
+class BatchLayout:
+    """A batch KV cache plus, per row and slot, validity and rope position."""
+
+    def __init__(self, cache, batch: int) -> None:
+        self.cache = cache
+        device = cache.k.device
+        self.valid = torch.zeros(batch, cache.capacity, dtype=torch.bool, device=device)
+        self.positions = torch.zeros(batch, cache.capacity, dtype=torch.long, device=device)
+        self.repacks = 0
+
+    @property
+    def length(self) -> int:
+        return self.cache.length
+
+    def prefix_mask(self, queries: int, length: int | None = None) -> torch.Tensor:
+        """[B, queries, length]: every query of a row sees that row's valid slots before ``length``
+        (default: the committed length)."""
+        length = self.length if length is None else length
+        return self.valid[:, None, :length].expand(-1, queries, -1)
+
+    def keep(self, rows: Sequence[int]) -> None:
+        """Drop every other row (finished sequences leave the batch)."""
+        index = torch.tensor(list(rows), dtype=torch.long, device=self.valid.device)
+        self.cache.k, self.cache.v = self.cache.k[:, index], self.cache.v[:, index]
+        self.valid, self.positions = self.valid[index], self.positions[index]
+
+    def commit_rows(self, start: int, kept: Sequence[Sequence[int]], positions: Sequence[int]) -> None:
+        """Per row: move slots ``start + kept[r]`` to ``start..``; mark them valid with positions
+        ``positions[r]..``; commit the longest row's count."""
+        cache = self.cache
+        longest = max(len(k) for k in kept)
+        for row, (slots, first) in enumerate(zip(kept, positions)):
+            count = len(slots)
+            source = torch.tensor(list(slots), device=cache.k.device) + start
+            dest = torch.arange(start, start + count, device=cache.k.device)
+            if not torch.equal(source, dest):
+                cache.k[:, row, :, dest] = cache.k[:, row, :, source]
+                cache.v[:, row, :, dest] = cache.v[:, row, :, source]
+            self.valid[row, start: start + longest] = False
+            self.valid[row, start: start + count] = True
+            self.positions[row, start: start + count] = torch.arange(first, first + count, device=dest.device)
+        cache.commit(longest)
+
+    def ensure_room(self, needed: int) -> None:
+        """Re-pack rows (valid slots right-aligned) when fewer than ``needed`` free slots remain."""
+        cache = self.cache
+        if cache.length + needed <= cache.capacity:
+            return
+        counts = self.valid[:, : cache.length].sum(1)
+        width = int(counts.max())
+        if width + needed > cache.capacity:
+            raise RuntimeError(f"batch KV cache of {cache.capacity} slots cannot hold {width + needed}")
+        k, v = torch.zeros_like(cache.k), torch.zeros_like(cache.v)
+        valid, positions = torch.zeros_like(self.valid), torch.zeros_like(self.positions)
+        for row in range(self.valid.shape[0]):
+            slots = self.valid[row, : cache.length].nonzero().flatten()
+            dest = torch.arange(width - len(slots), width, device=slots.device)
+            k[:, row, :, dest], v[:, row, :, dest] = cache.k[:, row, :, slots], cache.v[:, row, :, slots]
+            valid[row, dest], positions[row, dest] = True, self.positions[row, slots]
+        cache.k, cache.v, self.valid, self.positions = k, v, valid, positions
+        cache.rollback(0)
+        cache.commit(width)
+        self.repacks += 1
+
+
+# ---- one sequence of the batch ---------------------------------------------------------------------
+@dataclass
+class _Row:
+    index: int                       # position in the caller's list
+    prompt: list[int]
+    params: SamplingParams
+    stop: StopChecker
+    stats: DecodeStats
+    generator: torch.Generator | None
+    root: int = 0
+    length: int = 0                  # tokens in the target cache (the root's position)
+    root_out: torch.Tensor | None = None
+    history: list[int] = field(default_factory=list)
+
+
+def _left_padded(rows: Sequence[_Row], device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """Prompt tokens [B, P] left-padded, positions [B, P], validity [B, P], P."""
+    width = max(len(r.prompt) for r in rows)
+    tokens = torch.zeros(len(rows), width, dtype=torch.long, device=device)
+    positions = torch.zeros_like(tokens)
+    valid = torch.zeros(len(rows), width, dtype=torch.bool, device=device)
+    for i, r in enumerate(rows):
+        n = len(r.prompt)
+        tokens[i, width - n:] = torch.tensor(r.prompt, device=device)
+        positions[i, width - n:] = torch.arange(n, device=device)
+        valid[i, width - n:] = True
+    return tokens, positions, valid, width
+
+
+def _causal_valid_mask(valid: torch.Tensor, prefix: torch.Tensor | None = None) -> torch.Tensor:
+    """[B, 1, T, S+T] for T new slots: valid prefix keys, then causal over valid new keys; every
+    query sees itself (padding included, so no row of the attention is empty)."""
+    b, t = valid.shape
+    causal = torch.ones(t, t, dtype=torch.bool, device=valid.device).tril()
+    new = (causal[None] & valid[:, None, :]) | torch.eye(t, dtype=torch.bool, device=valid.device)[None]
+    if prefix is None:
+        return new[:, None]
+    return torch.cat([prefix[:, None, :] & valid[:, :, None], new], dim=-1)[:, None]
+
+
+# ---- drafting ---------------------------------------------------------------------------------------
+class BatchDraftPass:
+    """Grows one tree per row with batched drafter passes; the drafter layout is restored on exit."""
+
+    def __init__(self, drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row]) -> None:
+        self.drafter, self.layout, self.rows = drafter, layout, rows
+        self.base = layout.length
+        self.outputs: list[dict[int, torch.Tensor]] = [{} for _ in rows]
+        self.slots: list[list[int]] = [[] for _ in rows]            # pool index per written slot, -1 = dummy
+        self.slot_positions: list[torch.Tensor] = []                 # [B, f] per pass
+
+    def __enter__(self) -> "BatchDraftPass":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.layout.cache.rollback(self.base)
+
+    def run(self, expansions: Sequence[TreeExpansion], k: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        layout, cache, device = self.layout, self.layout.cache, self.layout.valid.device
+        frontiers = [e.frontier() for e in expansions]
+        width = max(len(f[0]) for f in frontiers)
+        b, hidden_size = len(self.rows), self.drafter.config.hidden_size
+        hidden = torch.zeros(b, width, hidden_size, dtype=self.drafter.fc.weight.dtype, device=device)
+        tokens = torch.zeros(b, width, dtype=torch.long, device=device)
+        positions = torch.zeros(b, width, dtype=torch.long, device=device)
+        written = len(self.slots[0])
+        tree_mask = torch.zeros(b, width, written + width, dtype=torch.bool, device=device)
+        real_query = torch.zeros(b, width, dtype=torch.bool, device=device)
+        for r, ((idx, toks, parents, depths), row, expansion) in enumerate(zip(frontiers, self.rows, expansions)):
+            f = len(idx)
+            outs = self.outputs[r]
+            hidden[r, :f] = torch.stack([row.root_out if p < 0 else outs[p] for p in parents.tolist()])
+            tokens[r, :f], positions[r, :f] = toks, row.length - 1 + depths
+            self.slots[r].extend(idx.tolist() + [-1] * (width - f))
+            real = [i for i, s in enumerate(self.slots[r]) if s >= 0]
+            ancestors = expansion.frontier_ancestor_mask(idx)[:, [self.slots[r][i] for i in real]]
+            tree_mask[r, :f, real] = ancestors
+            tree_mask[r, f:, written + f: written + width] = True              # dummies: only dummy slots
+            real_query[r, :f] = True
+        self.slot_positions.append(positions)
+        prefix = layout.prefix_mask(width, self.base) & real_query[:, :, None]   # dummies skip the prefix
+        mask = torch.cat([prefix, tree_mask], dim=-1)[:, None]
+        key_positions = torch.cat([layout.positions[:, : self.base], *self.slot_positions], dim=1)
+        out = self.drafter(hidden, tokens, cache, positions=positions, mask=mask, key_positions=key_positions)
+        cache.commit(width)
+        results = []
+        for r, (idx, *_rest) in enumerate(frontiers):
+            self.outputs[r].update(zip(idx.tolist(), out[r, : len(idx)]))
+            results.append(self.drafter.topk(out[r, : len(idx)], k))
+        return results
+
+
+def draft_trees(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], config: TreeConfig) -> list[DraftTree]:
+    """One EAGLE-2 tree per row (shape ``config``), drafted in batched passes."""
+    if config.budget == 0:
+        return [DraftTree.empty() for _ in rows]
+    expansions = [TreeExpansion(config.budget, config.max_depth, config.top_k) for _ in rows]
+    for expansion, row in zip(expansions, rows):
+        expansion.start(*[x[0] for x in drafter.topk(row.root_out[None], config.top_k)])
+    with BatchDraftPass(drafter, layout, rows) as drafting:
+        while not expansions[0].done:
+            for expansion, children in zip(expansions, drafting.run(expansions, config.top_k)):
+                expansion.extend(*children)
+    return [e.finish() for e in expansions]
+
+
+def drafter_catch_up(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], taps: Sequence[torch.Tensor],
+                     tokens: Sequence[Sequence[int]], first_positions: Sequence[int]) -> None:
+    """Per row feed target features ``taps[r]`` [m, 3H] with the tokens that follow them."""
+    device = layout.valid.device
+    width = max(len(t) for t in tokens)
+    feats = torch.zeros(len(rows), width, taps[0].shape[-1], dtype=taps[0].dtype, device=device)
+    ids = torch.zeros(len(rows), width, dtype=torch.long, device=device)
+    positions = torch.zeros_like(ids)
+    valid = torch.zeros(len(rows), width, dtype=torch.bool, device=device)
+    for r, (tap, toks, first) in enumerate(zip(taps, tokens, first_positions)):
+        m = len(toks)
+        feats[r, :m], ids[r, :m] = tap, torch.tensor(list(toks), device=device)
+        positions[r, :m] = torch.arange(first, first + m, device=device)
+        valid[r, :m] = True
+    start = layout.length
+    mask = _causal_valid_mask(valid, layout.valid[:, :start])
+    key_positions = torch.cat([layout.positions[:, :start], positions], dim=1)
+    out = drafter(drafter.fuse(feats), ids, layout.cache, positions=positions, mask=mask,
+                  key_positions=key_positions)
+    layout.cache.commit(width)
+    layout.valid[:, start: start + width] = valid
+    layout.positions[:, start: start + width] = positions
+    for r, row in enumerate(rows):
+        row.root_out = out[r, len(tokens[r]) - 1]
+
+
+# ---- verification -----------------------------------------------------------------------------------
+def verify_batch(model: Transformer, layout: BatchLayout, rows: Sequence[_Row], trees: Sequence[DraftTree]):
+    """One target pass over every row's (root, tree); logits [B, N+1, V] and taps [B, N+1, 3H]."""
+    device = layout.valid.device
+    n = max(t.size for t in trees)
+    b = len(rows)
+    tokens = torch.zeros(b, n + 1, dtype=torch.long, device=device)
+    positions = torch.zeros_like(tokens)
+    tree_mask = torch.eye(n + 1, dtype=torch.bool, device=device).repeat(b, 1, 1)
+    for r, (row, tree) in enumerate(zip(rows, trees)):
+        size = tree.size + 1
+        tokens[r, :size] = torch.tensor([row.root] + tree.token_list, device=device)
+        positions[r] = row.length
+        positions[r, 1:size] += tree.depths.to(device)
+        tree_mask[r, :size, :size] = tree.mask_with_root().to(device)
+    mask = torch.cat([layout.prefix_mask(n + 1), tree_mask], dim=-1)[:, None]
+    out = model(tokens, layout.cache, positions=positions, mask=mask, taps=True)
+    return out.logits, out.taps
+
+
+# ---- the loop ---------------------------------------------------------------------------------------
+def _prefill(model: Transformer, drafter: Drafter | None, rows: list[_Row], max_nodes: int, draft_slots: int):
+    """Batched prefill; caches sized for the prompts, the answers and one round's tree (target:
+    ``max_nodes`` + root; drafter: ``draft_slots`` tree slots or a catch-up, whichever is larger)."""
+    device = model.embed_tokens.weight.device
+    tokens, positions, valid, width = _left_padded(rows, device)
+    budget = max(r.params.max_new_tokens for r in rows)
+    target = BatchLayout(model.new_cache(width + budget + max_nodes + 2, batch=len(rows)), len(rows))
+    draft = None if drafter is None else BatchLayout(
+        drafter.new_cache(width + budget + max(draft_slots, max_nodes + 2), batch=len(rows)), len(rows))
+    out = model(tokens, target.cache, positions=positions, mask=_causal_valid_mask(valid), taps=True,
+                logits_at=slice(-1, None))
+    target.cache.commit(width)
+    target.valid[:, :width], target.positions[:, :width] = valid, positions
+    return target, draft, out.logits[:, -1], out.taps, width
+
+
+@torch.inference_mode()
+def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompts: Sequence[Sequence[int]],
+                             params: Sequence[SamplingParams], stops: Sequence[StopChecker],
+                             stats: Sequence[DecodeStats] | None = None,
+                             planner: Planner | None = None) -> Iterator[tuple[int, list[int]]]:
+    """Yield (sequence index, accepted tokens) as rounds finish; each sequence's output equals its
+    ``decode_speculative`` / ``decode_autoregressive`` output (greedy: exactly).
+
+    ``planner`` gives each round's tree shape (default ``FixedTree()``). ``drafter=None`` with a
+    planner of budget 0 (``FixedTree(TreeConfig(budget=0))``) is batched plain decoding."""
+    if not (len(prompts) == len(params) == len(stops)) or not prompts:
+        raise ValueError("need one or more prompts, with one SamplingParams and StopChecker each")
+    planner = planner if planner is not None else FixedTree()
+    if drafter is None and planner.max_nodes:
+        raise ValueError("without a drafter only plain batched decoding (a budget-0 FixedTree) is possible")
+    if any(not p for p in prompts):
+        raise ValueError("every prompt needs at least one token")
+    stats = list(stats) if stats is not None else [DecodeStats() for _ in prompts]
+    if len(stats) != len(prompts):
+        raise ValueError(f"got {len(stats)} DecodeStats for {len(prompts)} prompts")
+    max_nodes, draft_slots = planner.max_nodes, planner.draft_slots
+    rows = [_Row(i, list(p), sp, st, s, make_generator(sp.seed)) for i, (p, sp, st, s)
+            in enumerate(zip(prompts, params, stops, stats))]
+    for row in rows:
+        row.stats.prompt_tokens = len(row.prompt)
+    rows = [r for r in rows if not r.stop.done]
+    if not rows:
+        return
+    started = time.perf_counter()
+    target, draft, logits, taps, width = _prefill(model, drafter, rows, max_nodes, draft_slots)
+    for r, row in enumerate(rows):
+        row.root = pick_token(logits[r], row.stop.tokens, row.params, row.generator)
+        row.length = len(row.prompt)
+        row.stats.prefill_s = time.perf_counter() - started
+    live = []
+    for r, row in enumerate(rows):
+        emitted = commit_tokens([row.root], row.stop, row.stats)
+        if emitted:
+            yield row.index, emitted
+        if not row.stop.done:
+            live.append(r)
+    # drafter entries: target feature at position i + token i+1 (the last prompt feature + root)
+    if draft is not None:
+        shifted = [row.prompt[1:] + [row.root] for row in rows]
+        drafter_catch_up(drafter, draft, rows,
+                         [taps[r, width - len(row.prompt):] for r, row in enumerate(rows)], shifted, [0] * len(rows))
+    rows = _keep(rows, live, target, draft)
+    decode_started = time.perf_counter()
+    while rows:
+        tree_config = planner.batch_config(target.length, len(rows))
+        target.ensure_room(tree_config.budget + 1)
+        if draft is not None:   # tree passes are rolled back before the catch-up writes
+            draft.ensure_room(max(tree_config.max_depth * tree_config.top_k, tree_config.budget + 1))
+        t0 = time.perf_counter()
+        trees = draft_trees(drafter, draft, rows, tree_config)
+        t1 = time.perf_counter()
+        logits, taps = verify_batch(model, target, rows, trees)
+        results = [verify(tree, logits[r, : tree.size + 1], row.stop.tokens, row.params, row.generator)
+                   for r, (row, tree) in enumerate(zip(rows, trees))]
+        t2 = time.perf_counter()
+        planner.observe_batch(tree_config, trees, results, t1 - t0, t2 - t1, [row.stats for row in rows])
+        start, live = target.length, []
+        for r, (row, tree, result) in enumerate(zip(rows, trees, results)):
+            s = row.stats
+            s.draft_s, s.verify_s, s.target_forwards = s.draft_s + t1 - t0, s.verify_s + t2 - t1, s.target_forwards + 1
+            s.record_round(result.num_accepted, tree.max_depth)
+            emitted = commit_tokens(result.tokens, row.stop, s)
+            if emitted:
+                yield row.index, emitted
+            if row.stop.done:
+                s.decode_s = time.perf_counter() - decode_started
+            else:
+                live.append(r)
+        kept = [result.kept_rows for result in results]
+        target.commit_rows(start, kept, [row.length for row in rows])
+        if draft is not None:
+            drafter_catch_up(drafter, draft, rows, [taps[r, k] for r, k in enumerate(kept)],
+                             [result.tokens for result in results], [row.length for row in rows])
+        for row, result in zip(rows, results):
+            row.length += len(result.tokens)
+            row.root = result.tokens[-1]
+        rows = _keep(rows, live, target, draft)
+
+
+def _keep(rows: list[_Row], live: list[int], target: BatchLayout, draft: BatchLayout) -> list[_Row]:
+    if len(live) == len(rows):
+        return rows
+    if live:
+        target.keep(live)
+        if draft is not None:
+            draft.keep(live)
+    return [rows[r] for r in live]

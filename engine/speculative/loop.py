@@ -1,0 +1,229 @@
+"""The speculative decode loop: prefill -> draft a tree -> verify in one target pass -> commit.
+
+Invariant between rounds: the target cache holds every committed token but
+the last one (the *root*), and the drafter cache holds one entry per target
+feature already seen (entry i = target feature at position i + token i+1).
+Each round drafts a tree below the root (EAGLE-2 expansion, frontier run in
+one drafter pass with a tree mask), runs (root, tree) through the target
+with the tree mask, verifies losslessly, copies the accepted path's KV into
+place and feeds the accepted tokens' target features to the drafter.
+
+The tree of each round comes from a planner: ``FixedTree`` (one
+``TreeConfig`` shape every round) or the cost-aware ``engine.planning.harness.Harness``;
+``DraftPass`` runs a growing tree's frontiers through the drafter for both.
+
+Not here: tree bookkeeping (``engine.speculative.tree``), acceptance rules
+(``engine.speculative.verify``), stop rules (``engine.decode.stopping``), batches
+(``engine.speculative.batch``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import torch
+
+from ..decode.autoregressive import prefill
+from ..decode.commit import commit_tokens
+from ..decode.sampling import SamplingParams, make_generator, pick_token
+from ..decode.stats import DecodeStats
+from ..decode.stopping import StopChecker
+from ..runtime.model import Transformer
+from .drafter import Drafter
+from .planner import Planner, TreeConfig
+from .tree import DraftTree, TreeExpansion
+from .verify import verify
+
+
+@dataclass
+class DraftState:
+    """The drafter's side of one sequence: its cache and the output at the root."""
+
+    cache: "object"
+    root_out: torch.Tensor        # [1, H] drafter output whose head predicts the root's child
+
+
+class DraftPass:
+    """Runs frontiers of a growing tree through the drafter; the drafter cache is restored on close.
+
+    Each ``run`` feeds the expansion's current frontier (tree mask over the nodes written so
+    far, positions = root position + depth) and returns the top-``k`` children per frontier
+    node as (log-probs [f, k], target token ids [f, k]).
+    """
+
+    def __init__(self, drafter: Drafter, state: DraftState) -> None:
+        self.drafter, self.state = drafter, state
+        self.base = state.cache.length
+        self.outputs: dict[int, torch.Tensor] = {}          # pool index -> drafter output [H]
+        self.slot_pool: list[int] = []                      # pool index of each tree slot written so far
+        self.slot_positions: list[torch.Tensor] = []        # drafter position of each written slot, per frontier
+
+    def __enter__(self) -> "DraftPass":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.state.cache.rollback(self.base)
+
+    def run(self, expansion: TreeExpansion, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        state, cache, base = self.state, self.state.cache, self.base
+        idx, tokens, parents, depths = expansion.frontier()
+        hidden = torch.stack([state.root_out[0] if p < 0 else self.outputs[p] for p in parents.tolist()])
+        self.slot_pool.extend(idx.tolist())
+        ancestors = expansion.frontier_ancestor_mask(idx)[:, self.slot_pool]           # [f, written]
+        mask = torch.cat([ancestors.new_ones(len(idx), base), ancestors], dim=1)
+        positions = base - 1 + depths
+        self.slot_positions.append(positions)
+        key_positions = torch.cat([torch.arange(base, device=positions.device), *self.slot_positions])
+        out = self.drafter(hidden[None], tokens[None], cache, positions=positions, mask=mask,
+                           key_positions=key_positions)[0]                               # [f, H]
+        cache.commit(len(idx))
+        self.outputs.update(zip(idx.tolist(), out))
+        return self.drafter.topk(out, k)
+
+
+def draft_tree(drafter: Drafter, state: DraftState, config: TreeConfig) -> DraftTree:
+    """Grow an EAGLE-2 tree below the root; the drafter cache is left as it was."""
+    expansion = TreeExpansion(config.budget, config.max_depth, config.top_k)
+    expansion.start(*[x[0] for x in drafter.topk(state.root_out, config.top_k)])
+    with DraftPass(drafter, state) as drafting:
+        while not expansion.done:
+            expansion.extend(*drafting.run(expansion, config.top_k))
+    return expansion.finish()
+
+
+class FixedTree(Planner):
+    """Planner with a fixed tree shape (``TreeConfig``): the EAGLE-2 tree every round
+    (batched rounds: the same shape for every row)."""
+
+    def __init__(self, config: TreeConfig | None = None) -> None:
+        self.config = config or TreeConfig()
+        self.max_nodes = self.config.budget
+        self.max_depth = self.config.max_depth
+        self.draft_slots = self.config.max_depth * self.config.top_k
+
+    def draft(self, drafter: Drafter, state: DraftState, context: int) -> DraftTree:
+        return draft_tree(drafter, state, self.config)
+
+    def batch_config(self, context: int, batch: int) -> TreeConfig:
+        return self.config
+
+
+def drafter_catch_up(drafter: Drafter, state: DraftState, taps: torch.Tensor, next_tokens: Sequence[int]) -> None:
+    """Feed target features ``taps`` [1, n, 3H] with the tokens that follow them; update the root output."""
+    cache = state.cache
+    tokens = torch.tensor([list(next_tokens)], device=taps.device)
+    positions = torch.arange(cache.length, cache.length + tokens.shape[1], device=taps.device)
+    out = drafter(drafter.fuse(taps), tokens, cache, positions=positions)
+    cache.commit(tokens.shape[1])
+    state.root_out = out[:, -1]
+
+
+def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
+    """Run (root, tree nodes) through the target with the tree mask; logits [N+1, V] and taps."""
+    length, n = cache.length, tree.size
+    device = cache.k.device
+    tokens = torch.tensor([[root] + tree.token_list], device=device)
+    positions = length + torch.cat([torch.zeros(1, dtype=torch.long), tree.depths.cpu()]).to(device)
+    mask = torch.ones(n + 1, length + n + 1, dtype=torch.bool, device=device)
+    mask[:, length:] = tree.mask_with_root().to(device)
+    out = model(tokens, cache, positions=positions, mask=mask, taps=True)
+    return out.logits[0], out.taps
+
+
+class _PlainRun:
+    """Plain decoding steps inside a speculative decode: one token per target pass, computed
+    exactly as ``decode_autoregressive`` does, keeping the taps for the drafter's catch-up."""
+
+    def __init__(self, model, cache, root: int, params, stop: StopChecker, stats: DecodeStats, generator) -> None:
+        self.model, self.cache, self.root, self.params = model, cache, root, params
+        self.stop, self.stats, self.generator = stop, stats, generator
+        self.tokens: list[int] = []
+        self.taps: list[torch.Tensor] = []
+
+    def steps(self, count: int) -> Iterator[list[int]]:
+        token = self.root
+        for _ in range(count):
+            started = time.perf_counter()
+            out = self.model(torch.tensor([[token]], device=self.cache.k.device), self.cache, taps=True)
+            self.cache.commit(1)
+            token = pick_token(out.logits[0, -1], self.stop.tokens, self.params, self.generator)
+            seconds = time.perf_counter() - started
+            self.stats.verify_s += seconds
+            self.stats.target_forwards += 1
+            self.stats.record_round(0, 0)
+            self.stats.rounds.append({"plain": True, "nodes": 0, "depth": 0, "accepted": 0,
+                                      "predicted_accepted": None, "predicted_s": None, "seconds": round(seconds, 5)})
+            self.taps.append(out.taps)
+            self.tokens.append(token)
+            emitted = commit_tokens([token], self.stop, self.stats)
+            if emitted:
+                yield emitted
+            if self.stop.done:
+                return
+
+
+@torch.inference_mode()
+def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequence[int], params: SamplingParams,
+                       stop: StopChecker, stats: DecodeStats | None = None,
+                       planner: Planner | None = None) -> Iterator[list[int]]:
+    """Yield accepted tokens per round; greedy output equals ``decode_autoregressive`` exactly.
+
+    ``planner`` drafts each round's tree and observes its outcome (default ``FixedTree()``;
+    ``engine.planning.harness.Harness`` sizes trees from measured costs).
+    """
+    planner = planner if planner is not None else FixedTree()
+    stats = stats if stats is not None else DecodeStats()
+    stats.prompt_tokens = len(prompt_ids)
+    if stop.done:
+        return
+    capacity = len(prompt_ids) + params.max_new_tokens + planner.max_nodes + 2
+    cache = model.new_cache(capacity)
+    generator = make_generator(params.seed)
+    started = time.perf_counter()
+    out = prefill(model, prompt_ids, cache, taps=True)
+    root = pick_token(out.logits[0, -1], stop.tokens, params, generator)
+    stats.prefill_s = time.perf_counter() - started
+    started = time.perf_counter()
+    emitted = commit_tokens([root], stop, stats)
+    if emitted:
+        yield emitted
+    if stop.done:
+        return
+    state = DraftState(drafter.new_cache(capacity + planner.draft_slots), root_out=None)
+    drafter_catch_up(drafter, state, out.taps, list(prompt_ids[1:]) + [root])
+    while True:
+        paced = time.perf_counter()
+        steps = planner.plain_steps(cache.length)
+        if steps:       # speculation predicted not to pay: plain steps, drafter fed afterwards
+            run = _PlainRun(model, cache, root, params, stop, stats, generator)
+            yield from run.steps(steps)
+            if stop.done:
+                break
+            drafter_catch_up(drafter, state, torch.cat(run.taps, dim=1), run.tokens)
+            root = run.tokens[-1]
+            planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)  # catch-up included
+            continue
+        t0 = time.perf_counter()
+        tree = planner.draft(drafter, state, cache.length)
+        t1 = time.perf_counter()
+        logits, taps = verify_pass(model, cache, root, tree)
+        result = verify(tree, logits, stop.tokens, params, generator)
+        t2 = time.perf_counter()
+        stats.draft_s += t1 - t0
+        stats.verify_s += t2 - t1
+        stats.target_forwards += 1
+        planner.observe(tree, result, t1 - t0, t2 - t1, stats)
+        stats.record_round(result.num_accepted, tree.max_depth)
+        emitted = commit_tokens(result.tokens, stop, stats)
+        if emitted:
+            yield emitted
+        if stop.done:
+            break
+        rows = result.kept_rows
+        cache.compact(torch.tensor(rows) + cache.length)
+        drafter_catch_up(drafter, state, taps[:, rows], result.tokens)
+        root = result.tokens[-1]
+        planner.observe_pace(len(result.tokens), time.perf_counter() - paced, plain=False)
+    stats.decode_s = time.perf_counter() - started

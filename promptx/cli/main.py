@@ -1,0 +1,235 @@
+"""The ``promptx`` command line: enhance prompts, list templates and models.
+
+Errors print one line (``promptx: error: ...``) and exit non-zero; ``--debug``
+shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from ..errors import InvalidInputError, PromptxError
+
+EXIT_ERROR, EXIT_USAGE = 1, 2
+
+
+class PromptxGroup(click.Group):
+    """Turns promptx errors, interrupts and unexpected failures into one-line messages."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except PromptxError as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"promptx: error: {exc}", err=True)
+            ctx.exit(EXIT_ERROR)
+        except KeyboardInterrupt:
+            click.echo("promptx: interrupted", err=True)
+            ctx.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except Exception as exc:      # a bug: still one line, with the way to see more
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"promptx: internal error: {type(exc).__name__}: {exc} "
+                       "(run with --debug for the traceback)", err=True)
+            ctx.exit(EXIT_ERROR)
+
+
+@click.group(cls=PromptxGroup)
+@click.version_option(package_name="promptx")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """Enhance prompts for image and video generators, offline."""
+    ctx.obj = {"debug": debug}
+
+
+def run() -> None:
+    """The console entry point: ``main``, then end the process without interpreter teardown.
+
+    Tearing down after a model was loaded (freeing hundreds of MB of tensors one by one,
+    unwinding torch's module state) takes most of a second, and the OS reclaims all of it
+    at once anyway. Output streams and logging are flushed first; if a non-daemon thread
+    is still running, the process exits the normal way so that it can finish.
+    """
+    try:
+        main()
+        status = 0
+    except SystemExit as done:
+        status = _exit_status(done.code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):      # the reader went away, or the stream is closed
+            pass
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(status)
+    os._exit(status)
+
+
+def _exit_status(code: object) -> int:
+    """The process status ``sys.exit(code)`` would give."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _read_prompts(prompt: str | None, file: Path | None) -> tuple[list[str], bool]:
+    """The prompts to enhance and whether they came as a batch (one JSON line each)."""
+    if file is not None:
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInputError(f"cannot read {file}: {exc}") from exc
+        prompts = [line.strip() for line in lines if line.strip()]
+        if not prompts:
+            raise InvalidInputError(f"{file} holds no prompts")
+        return prompts, True
+    if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
+        return [sys.stdin.read().strip()], False
+    if prompt is None:
+        raise InvalidInputError("give a PROMPT argument, '-' or --file (see promptx enhance --help)")
+    return [prompt], False
+
+
+@main.command()
+@click.argument("prompt", required=False)
+@click.option("-t", "--target", default="video", show_default=True, help="Target profile or alias (see 'promptx templates list').")
+@click.option("-f", "--file", "file", type=click.Path(path_type=Path, dir_okay=False), help="One prompt per line; prints JSON lines.")
+@click.option("--image", type=click.Path(path_type=Path, dir_okay=False), help="Input image (image-to-video, image-to-image).")
+@click.option("--caption", help="A description of the input image.")
+@click.option("--model", help="Model directory or .gguf file (default: the embedded SmolLM2-135M-Instruct).")
+@click.option("--seed", type=click.IntRange(min=0), help="Seed for reproducible output.")
+@click.option("--temperature", type=click.FloatRange(0, 2), help="Sampling temperature (0 = greedy).")
+@click.option("--max-new-tokens", type=click.IntRange(1, 4096), help="Generation budget in tokens.")
+@click.option("--style", help="Style preset of the profile (e.g. cinematic, anime, photographic).")
+@click.option("--language", help="Output language: en, keep, or a language code.")
+@click.option("--system-prompt", help="Replace the profile's system prompt.")
+@click.option("--templates-dir", type=click.Path(path_type=Path, file_okay=False), help="Extra template directory.")
+@click.option("--force", is_flag=True, help="Enhance even prompts that are already long.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
+@click.option("--stream", is_flag=True, help="Print text as it is generated.")
+@click.option("--no-speculative", is_flag=True, help="Decode without speculation (for comparison).")
+@click.option("--drafter", type=click.Path(path_type=Path), help="Drafter checkpoint for speculative decoding.")
+@click.option("--planner", type=click.Choice(("harness", "tree")), default="harness", show_default=True,
+              help="Draft tree sizing: the cost-aware harness or the drafter's fixed tree.")
+@click.option("--dtype", default="auto", show_default=True,
+              help="Model precision: auto (the fastest here), float32, bfloat16, float16, mixed (fp32 prompt, "
+                   "bf16 token steps; the auto choice on CPUs without native bf16) or int8 (lower quality). "
+                   "mixed and int8 decode without speculation: use float32 for it on such CPUs.")
+def enhance(prompt, target, file, image, caption, model, seed, temperature, max_new_tokens, style, language,
+            system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, planner, dtype) -> None:
+    """Enhance PROMPT (or stdin with '-', or each line of --file)."""
+    from ..enhancer import Enhancer
+
+    prompts, batch = _read_prompts(prompt, file)
+    if batch and stream:
+        raise InvalidInputError("--stream works with a single prompt, not --file")
+    enhancer = Enhancer(model, templates_dir=templates_dir, system_prompt=system_prompt,
+                        speculative=not no_speculative, drafter=drafter, planner=planner,
+                        dtype=None if dtype == "auto" else dtype)
+    options = dict(image=image, caption=caption, seed=seed, temperature=temperature,
+                   max_new_tokens=max_new_tokens, style=style, language=language, force=force)
+    if batch:
+        for result in enhancer.enhance_many(prompts, target, progress=True, **options):
+            click.echo(result.model_dump_json())
+        return
+    if stream:
+        streamed = enhancer.stream(prompts[0], target, **options)
+        for delta in streamed:
+            click.echo(delta, nl=False, err=as_json)
+        click.echo(err=as_json)
+        result = streamed.result
+    else:
+        result = enhancer.enhance(prompts[0], target, **options)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+    elif not stream:
+        click.echo(result.text)
+    if result.fallback:
+        click.echo(f"promptx: warning: returned the original prompt ({result.reason})", err=True)
+
+
+@main.group()
+def templates() -> None:
+    """List and show target profiles."""
+
+
+@templates.command("list")
+@click.option("--templates-dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+def templates_list(templates_dir, as_json) -> None:
+    """List target profiles with their task and aliases."""
+    registry = _registry(templates_dir)
+    rows = [{"name": p.name, "task": p.task, "generator": p.generator, "aliases": p.aliases}
+            for p in registry.profiles()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        aliases = f"  (aliases: {', '.join(row['aliases'])})" if row["aliases"] else ""
+        click.echo(f"{row['name']:<16} {row['task']:<4} {row['generator']}{aliases}")
+
+
+@templates.command("show")
+@click.argument("name")
+@click.option("--templates-dir", type=click.Path(path_type=Path, file_okay=False))
+def templates_show(name, templates_dir) -> None:
+    """Show one profile as JSON (NAME may be an alias)."""
+    click.echo(_registry(templates_dir).get(name).model_dump_json(indent=2))
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+def models(as_json) -> None:
+    """Show the available models and whether they are prepared in the cache."""
+    from ..models import cache_root, list_models
+
+    rows = list_models()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(f"cache: {cache_root()}")
+    for row in rows:
+        state = "cached" if row["cached"] else "not prepared yet"
+        mark = " (default)" if row.get("default") else ""
+        click.echo(f"{row['name']}{mark}: {state}" + (f" — {row['error']}" if row.get("error") else ""))
+
+
+def _registry(templates_dir):
+    from ..profiles.registry import TemplateRegistry, default_registry
+
+    return TemplateRegistry([templates_dir]) if templates_dir else default_registry()
+
+
+def _register_subcommands() -> None:
+    from .bench import bench
+    from .calibrate import calibrate
+    from .draft import draft
+    from .eval import eval_command
+    from .tune import tune_command
+
+    main.add_command(bench)
+    main.add_command(eval_command)
+    main.add_command(calibrate)
+    main.add_command(draft)
+    main.add_command(tune_command)
+
+
+_register_subcommands()
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
