@@ -27,6 +27,15 @@ from .weights.loading import load_model, model_identity
 from .weights.tokenizer import ChatTokenizer
 
 
+class ContextOverflowError(ValueError):
+    """A prompt plus its token budget does not fit the model's context window."""
+
+    def __init__(self, prompt_tokens: int, max_new_tokens: int, window: int) -> None:
+        super().__init__(f"the prompt takes {prompt_tokens} tokens and the answer up to {max_new_tokens}; "
+                         f"the model's context holds {window}")
+        self.prompt_tokens, self.max_new_tokens, self.window = prompt_tokens, max_new_tokens, window
+
+
 class Generator:
     def __init__(self, model: Transformer, tokenizer: ChatTokenizer, drafter=None,
                  planner: Planner | None = None, *, exact_batches: bool = True, prefixes: PrefixCache | None = None) -> None:
@@ -58,6 +67,12 @@ class Generator:
     def context_window(self) -> int:
         return self.model.config.max_position_embeddings
 
+    def check_fits(self, prompt_tokens: int, max_new_tokens: int) -> None:
+        """The one context-window check: raise ``ContextOverflowError`` when the prompt and its
+        budget exceed the window."""
+        if prompt_tokens + max_new_tokens > self.context_window:
+            raise ContextOverflowError(prompt_tokens, max_new_tokens, self.context_window)
+
     @property
     def eos_ids(self) -> tuple[int, ...]:
         return self.tokenizer.eos_token_ids or self.model.config.eos_token_ids
@@ -87,9 +102,7 @@ class Generator:
 
         ``prefix_len``: how many leading prompt tokens are a fixed prefix worth keeping
         (system prompt and examples); used where the generator keeps prefixes."""
-        if len(prompt_ids) + params.max_new_tokens > self.context_window:
-            raise ValueError(f"prompt ({len(prompt_ids)} tokens) plus max_new_tokens "
-                             f"({params.max_new_tokens}) exceed the context window ({self.context_window})")
+        self.check_fits(len(prompt_ids), params.max_new_tokens)
         stop = stop or self.stop_checker(params)
         stats = stats if stats is not None else DecodeStats()
         with self.lock:
@@ -112,9 +125,7 @@ class Generator:
         stats = list(stats) if stats is not None else [DecodeStats() for _ in prompts]
         stops = list(stops) if stops is not None else [self.stop_checker(p) for p in params]
         for ids, p in zip(prompts, params):
-            if len(ids) + p.max_new_tokens > self.context_window:
-                raise ValueError(f"prompt ({len(ids)} tokens) plus max_new_tokens ({p.max_new_tokens}) "
-                                 f"exceed the context window ({self.context_window})")
+            self.check_fits(len(ids), p.max_new_tokens)
         if not (speculative and self.can_speculate) or len(prompts) == 1:
             lens = prefix_lens or [0] * len(prompts)
             return [self.generate(ids, p, speculative=speculative, stats=s, stop=st, prefix_len=n)

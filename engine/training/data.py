@@ -370,12 +370,14 @@ def _windows(items: list[GenerationItem], batch_size: int, window: int) -> Itera
 
 def generate_dataset(model, items: Iterable[GenerationItem], out_dir: str | Path, *, eos_ids: Sequence[int],
                      batch_size: int = 16, shard_size: int = 256, fmt: str = "jsonl", meta: dict | None = None,
-                     reference: bool = False, window: int = 1024, prefix_entries: int = 8,
+                     reference: bool = False, window: int = 128, prefix_entries: int = 8,
                      progress: bool = True) -> GenerationSummary:
     """Generate the target's responses for the items not yet stored in ``out_dir``.
 
-    Pending items are taken ``window`` at a time in their given order and sorted by shared
-    prefix inside the window, so each distinct prefix is prefilled about once per window.
+    Pending items are taken ``window`` at a time in their given order (round-robin over tasks
+    from ``promptx draft generate-data``) and sorted by shared prefix inside the window only, so
+    each distinct prefix is prefilled about once per window and a run stopped early is
+    unbalanced by at most one window.
     """
     from ..speculative.checkpoint import target_fingerprint
 

@@ -171,10 +171,12 @@ class EmbeddedBackend(Backend):
         return self.generator.stop_checker(params, stop_if=over_budget)
 
     def _check_length(self, prompt_ids: list[int], options: GenerationOptions) -> None:
-        if len(prompt_ids) + options.max_new_tokens > self.context_window:
-            raise PromptTooLongError(
-                f"the prompt takes {len(prompt_ids)} tokens and the answer up to {options.max_new_tokens}; "
-                f"the model's context holds {self.context_window}: shorten the prompt")
+        from engine.generator import ContextOverflowError
+
+        try:
+            self.generator.check_fits(len(prompt_ids), options.max_new_tokens)
+        except ContextOverflowError as exc:
+            raise PromptTooLongError(f"{exc}: shorten the prompt") from None
 
     @staticmethod
     def _output(text: str, prompt_ids: list[int], stats, latency: float, speculative: bool) -> GenerationOutput:

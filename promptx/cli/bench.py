@@ -95,15 +95,17 @@ def _messages(spec: PromptSpec, profile, prompt_style: str = "full") -> list[dic
 def bench_prompts(specs, generator, default_target: str, max_new_tokens: int, prompt_style: str = "full"):
     """PromptSpecs -> engine BenchPrompts, checked against the context window."""
     from engine.bench import BenchPrompt
+    from engine.generator import ContextOverflowError
 
     from ..profiles.registry import default_registry
 
     registry, prompts = default_registry(), []
     for spec in specs:
         ids, task = render_prompt(spec, generator.tokenizer, default_target, registry, prompt_style)
-        if len(ids) + max_new_tokens > generator.context_window:
-            raise PromptTooLongError(f"{spec.source}: {len(ids)} prompt tokens + {max_new_tokens} new tokens "
-                                     f"exceed the context window ({generator.context_window})")
+        try:
+            generator.check_fits(len(ids), max_new_tokens)
+        except ContextOverflowError as exc:
+            raise PromptTooLongError(f"{spec.source}: {exc}") from None
         prompts.append(BenchPrompt(tuple(ids), task, spec.source))
     return prompts
 

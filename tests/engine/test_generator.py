@@ -7,7 +7,7 @@ import torch
 
 from engine.decode.sampling import SamplingParams
 from engine.decode.stats import DecodeStats
-from engine.generator import Generator
+from engine.generator import ContextOverflowError, Generator
 from engine.runtime.device import parse_dtype
 from engine.speculative.drafter import Drafter, DrafterConfig
 
@@ -40,5 +40,8 @@ def test_int8_decodes_and_never_speculates(model_dir):
 
 def test_prompt_beyond_the_context_is_refused(model_dir):
     generator = Generator.from_dir(model_dir, dtype="float32")
-    with pytest.raises(ValueError, match="context window"):
+    with pytest.raises(ContextOverflowError, match="context holds") as caught:
         generator.generate([1] * generator.context_window, SamplingParams(max_new_tokens=8))
+    assert isinstance(caught.value, ValueError) and caught.value.prompt_tokens == generator.context_window
+    with pytest.raises(ContextOverflowError):
+        generator.generate_many([[1, 2], [1] * generator.context_window], [SamplingParams(max_new_tokens=8)] * 2)

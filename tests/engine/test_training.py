@@ -278,6 +278,19 @@ def test_data_generation_writes_resumable_shards(target, tmp_path, fmt):
         generate_dataset(make_target(9), items, tmp_path, eos_ids=EOS, progress=False)
 
 
+def test_a_run_stopped_early_keeps_the_given_order_beyond_one_window(target, tmp_path):
+    items = items_for(8, max_new=3)
+    for i, item in enumerate(items):                  # two prefixes, interleaved (round-robin order)
+        if i % 2:
+            items[i] = GenerationItem(item.id, (99,) + item.prompt_ids[1:], item.params, item.prefix_len,
+                                      {"task": "t2v"})
+    generate_dataset(target, items, tmp_path, eos_ids=EOS, batch_size=2, window=4, progress=False)
+    order = [r.id for r in read_records(tmp_path)]
+    assert set(order[:4]) == {"item0", "item1", "item2", "item3"}    # sorted by prefix inside a window only
+    tasks = [r.meta["task"] for r in read_records(tmp_path)]
+    assert tasks[0] == tasks[1] and tasks[2] == tasks[3] != tasks[0]    # a batch shares its prefix
+
+
 def test_torn_jsonl_line_is_ignored(tmp_path):
     good = Record("a", [1, 2, 3], [0, 1, 1]).to_json()
     (tmp_path / "shard-00000.jsonl").write_text(good + "\n" + good[:10])
