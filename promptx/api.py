@@ -45,7 +45,6 @@ def enhance(prompt: str | None, target: str = "video", *, image=None, caption: s
 
 def list_targets(templates_dir: str | Path | None = None) -> list[str]:
     """Names of every available target profile."""
-    from .profiles.registry import TemplateRegistry, default_registry
+    from .profiles.registry import registry_for
 
-    registry = TemplateRegistry([Path(templates_dir)]) if templates_dir else default_registry()
-    return registry.names()
+    return registry_for(templates_dir).names()

@@ -22,7 +22,7 @@ from typing import Generator, Iterable, Iterator, Sequence
 from .backends.base import Backend, GenerationOptions, GenerationOutput
 from .backends.batcher import RequestBatcher
 from .errors import InvalidInputError
-from .profiles.registry import TemplateRegistry, default_registry
+from .profiles.registry import registry_for
 from .profiles.render import render_messages
 from .profiles.schema import Profile, count_words
 from .quality import Assessment, assess
@@ -55,7 +55,7 @@ class Enhancer:
         self.system_prompt = system_prompt
         self.speculative = speculative
         self.retries = retries
-        self.registry = _registry_for(templates_dir)
+        self.registry = registry_for(templates_dir)
         self._lock = threading.RLock()
         self._batcher: RequestBatcher | None = None
 
@@ -279,13 +279,6 @@ class _Totals:
             attempts=attempts, speculative=bool(last and last.speculative),
             acceptance_length=round(last.acceptance_length, 3) if last and last.acceptance_length else None,
             backend=backend.name, model=backend.model_name)
-
-
-def _registry_for(templates_dir) -> TemplateRegistry:
-    if templates_dir is None:
-        return default_registry()
-    dirs = [templates_dir] if isinstance(templates_dir, (str, Path)) else list(templates_dir)
-    return TemplateRegistry([Path(d) for d in dirs])
 
 
 class _progress:

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import click
 
-from ..errors import InvalidInputError, ModelError, PromptTooLongError, UnknownTargetError
+from ..errors import InvalidInputError, PromptTooLongError, UnknownTargetError
 from ..prompt_files import FORMATS, PromptSpec, detect_format, read_prompt_file
+from .common import load_generator
 
 RANDOM_DRAFTER_WARNING = ("no trained drafter for this model: using a randomly initialised drafter, "
                           "so tau, hit rates and speedups are meaningless (pass --drafter PATH)")
@@ -111,20 +112,6 @@ def bench_prompts(specs, generator, default_target: str, max_new_tokens: int, pr
 
 
 # ---- model and drafter -----------------------------------------------------------------------------
-def load_generator(model: str | None, dtype: str, device: str | None = None):
-    from ..models import prepare, resolve_model
-
-    source = resolve_model(model)
-    directory = prepare(source)
-    try:
-        from engine.generator import Generator
-        from engine.runtime.device import default_device
-
-        return source, directory, Generator.from_dir(directory, dtype=dtype, device=device or default_device())
-    except (ValueError, OSError, RuntimeError) as exc:
-        raise ModelError(f"cannot load model {source.name}: {exc}") from exc
-
-
 def choose_drafter(generator, path: Path | None, seed: int) -> tuple[object, dict]:
     """(drafter, report entry): --drafter PATH, else a shipped one, else a random one."""
     from ..backends.drafters import find_drafter, load_drafter_for

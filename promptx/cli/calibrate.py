@@ -75,7 +75,8 @@ def calibrate(model, drafter, quick, tokens, contexts, batches, widths, repeats,
     from engine.planning.calibrate import calibrate as measure
     from engine.planning.cost_table import table_path
 
-    from .bench import choose_drafter, load_generator
+    from .bench import choose_drafter
+    from .common import load_generator
 
     _, _, generator = load_generator(model, dtype, device)
     draft, info = choose_drafter(generator, drafter, seed=0)

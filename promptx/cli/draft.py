@@ -34,6 +34,9 @@ from typing import Iterator, Sequence
 
 import click
 
+from ..profiles.registry import registry_for
+from .common import load_generator
+
 TASKS = ("t2i", "t2v", "i2v", "i2i")
 DEFAULT_PROMPTS_DIR = "../shared/data/prompts"
 
@@ -257,15 +260,9 @@ def _setup_threads(threads: int | None) -> None:
 
 
 def _load_target(model: str | None, quiet: bool):
-    import torch
-
-    from engine.weights.loading import load_model
-
-    from ..models import prepare, resolve_model
-
-    directory = prepare(resolve_model(model), quiet=quiet)
-    target, tokenizer = load_model(directory, torch.float32)
-    return target, tokenizer, directory
+    """(target, tokenizer, model directory) in float32, the precision drafters train and verify in."""
+    _, directory, generator = load_generator(model, "float32", quiet=quiet)
+    return generator.model, generator.tokenizer, directory
 
 
 def _eos_ids(target, tokenizer) -> tuple[int, ...]:
@@ -274,12 +271,6 @@ def _eos_ids(target, tokenizer) -> tuple[int, ...]:
 
 def _echo_json(data: dict) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-
-
-def _registry(templates_dir):
-    from ..profiles.registry import TemplateRegistry, default_registry
-
-    return TemplateRegistry([Path(templates_dir)]) if templates_dir else default_registry()
 
 
 _model_option = click.option("--model", help="Model directory or .gguf file (default: the embedded model).")
@@ -330,7 +321,7 @@ def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, st
     per_task = load_prompt_specs(prompts_dir, wanted, seed=seed)
     from ..models import prompt_style_of
 
-    items = build_items(tokenizer, _registry(templates_dir), per_task, limit=limit, seed=seed,
+    items = build_items(tokenizer, registry_for(templates_dir), per_task, limit=limit, seed=seed,
                         greedy_fraction=greedy_fraction, style_fraction=style_fraction, max_new_tokens=max_new_tokens,
                         prompt_style=prompt_style_of(directory))
     if not items:
@@ -482,7 +473,7 @@ def eval_(model, drafter_dir, data_dir, val_fraction, prompts_dir, n_prompts, ma
     else:
         per_task = load_prompt_specs(prompts_dir, TASKS, seed=seed, heldout=True)
         for task in TASKS:
-            items = build_items(tokenizer, _registry(None), {task: per_task.get(task, [])}, limit=n_prompts,
+            items = build_items(tokenizer, registry_for(None), {task: per_task.get(task, [])}, limit=n_prompts,
                                 seed=seed, greedy_fraction=0.0, prompt_style=prompt_style_of(directory))
             groups[task] = [(list(it.prompt_ids), it.params.temperature, it.params.top_p,
                              it.params.repetition_penalty) for it in items]

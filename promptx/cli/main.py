@@ -173,7 +173,9 @@ def templates() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def templates_list(templates_dir, as_json) -> None:
     """List target profiles with their task and aliases."""
-    registry = _registry(templates_dir)
+    from ..profiles.registry import registry_for
+
+    registry = registry_for(templates_dir)
     rows = [{"name": p.name, "task": p.task, "generator": p.generator, "aliases": p.aliases}
             for p in registry.profiles()]
     if as_json:
@@ -189,7 +191,9 @@ def templates_list(templates_dir, as_json) -> None:
 @click.option("--templates-dir", type=click.Path(path_type=Path, file_okay=False))
 def templates_show(name, templates_dir) -> None:
     """Show one profile as JSON (NAME may be an alias)."""
-    click.echo(_registry(templates_dir).get(name).model_dump_json(indent=2))
+    from ..profiles.registry import registry_for
+
+    click.echo(registry_for(templates_dir).get(name).model_dump_json(indent=2))
 
 
 @main.command()
@@ -207,12 +211,6 @@ def models(as_json) -> None:
         state = "cached" if row["cached"] else "not prepared yet"
         mark = " (default)" if row.get("default") else ""
         click.echo(f"{row['name']}{mark}: {state}" + (f" — {row['error']}" if row.get("error") else ""))
-
-
-def _registry(templates_dir):
-    from ..profiles.registry import TemplateRegistry, default_registry
-
-    return TemplateRegistry([templates_dir]) if templates_dir else default_registry()
 
 
 def _register_subcommands() -> None:

@@ -160,6 +160,14 @@ def default_registry() -> TemplateRegistry:
     return TemplateRegistry()
 
 
+def registry_for(templates_dir=None) -> TemplateRegistry:
+    """The registry for ``templates_dir`` (a folder, several, or None: ``default_registry()``)."""
+    if templates_dir is None:
+        return default_registry()
+    dirs = [templates_dir] if isinstance(templates_dir, (str, os.PathLike)) else list(templates_dir)
+    return TemplateRegistry([Path(d) for d in dirs])
+
+
 def get_profile(name_or_alias: str) -> Profile:
     """Shorthand for ``default_registry().get(name_or_alias)``."""
     return default_registry().get(name_or_alias)

@@ -56,7 +56,8 @@ def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context:
     """Assess ``text`` (a cleaned output) as an enhancement of ``prompt`` for ``profile``
     (a ``Profile``; None: a generic English paragraph). ``context`` describes the input
     image (i2v/i2i caption): subjects it names are licensed too; without it an image
-    profile's output may name what the image shows, so added subjects are not judged.
+    profile's output may name what the image shows, so only subjects it explicitly adds
+    ("add a woman on the left", "a dog enters the frame") are judged.
     ``language`` ("english" or "keep") overrides the profile's language policy."""
     lex = lexicon()
     if profile is None:
@@ -72,16 +73,21 @@ def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context:
     kept: list[str] = []
     if text.strip() and _comparable(prompt, text):
         out_words = words(text)
-        source, output = mentions(words(prompt), lex), mentions(out_words, lex)
+        src_words = words(prompt)
+        source, output = mentions(src_words, lex), mentions(out_words, lex)
         kept, lost = _kept_subjects(source, output, out_words, lex)
         findings += lost
-        attributes = _attribute_findings(source, output, out_words, lex)
+        attributes = _attribute_findings(source, output, src_words, out_words, lex)
         if profile is not None and profile.task == "i2i":   # an edit names the old colour and count too
             attributes = [f for f in attributes if f.kind != "contradiction"]
         findings += attributes
         findings += _relation_findings(prompt, text)
-        if not unseen_image:
-            findings += _added_subjects(output, out_words, Licence.of(prompt, context, lex), lex)
+        licence = Licence.of(prompt, context, lex)
+        if unseen_image:      # what the image shows cannot be judged; what the text adds to it can
+            findings += _added_subjects(_explicitly_added(output, out_words), out_words, licence, lex,
+                                        pronouns=False)
+        else:
+            findings += _added_subjects(output, out_words, licence, lex)
     elif text.strip() and has_cjk(prompt) and has_cjk(text):
         lost = subject_problem(prompt, text)       # CJK on both sides: characters must survive
         if lost:
@@ -171,16 +177,24 @@ def _same_family(a: set[str], b: set[str]) -> bool:
     return any(x in group and y in group for group in _SAME_COLOR for x in a for y in b)
 
 
-def _attribute_findings(source, output, out_words, lex) -> list[Finding]:
+def _attribute_findings(source, output, src_words, out_words, lex) -> list[Finding]:
     """Colours and counts of the prompt's nouns: kept, or contradicted."""
     findings: list[Finding] = []
     text_colors = {color_of(w.text, lex) for w in out_words} - {None}
     for m in source:
         same = [o for o in output if o.lemma == m.lemma or _matches(m.lemma, o.lemma, lex)]
         if m.colors:
+            # every colour the prompt gives this noun ("a red apple and a green apple": both)
+            given = set().union(*(s.colors for s in source if s.lemma == m.lemma))
             stated = [o.colors for o in same if o.colors]
-            if stated and not any(_same_family(set(m.colors), set(c)) for c in stated):
-                findings.append(_contradiction("color", m, sorted(stated[0])))
+            # the same noun said again in a plain colour word: "silver hair ... her dark hair"
+            restated = [_plain_colors(out_words, o.position, lex) for o in output
+                        if o.lemma == m.lemma and not o.modifier and not _before_noun(out_words, o.position, lex)]
+            plain_given = set().union(*(_plain_colors(src_words, s.position, lex) for s in source
+                                        if s.lemma == m.lemma))
+            clashing = [c for c in restated if c and plain_given and not _same_family(given, c)]
+            if clashing:        # one restatement in another colour is enough: "silver hair ... dark hair"
+                findings.append(_contradiction("color", m, sorted(clashing[0])))
             elif not stated and not _same_family(set(m.colors), text_colors):
                 findings.append(Finding(kind="lost", code="lost_color", words=[m.lemma, *sorted(m.colors)],
                                         detail=f'the output lost the colour of "{m.lemma}" '
@@ -190,6 +204,36 @@ def _attribute_findings(source, output, out_words, lex) -> list[Finding]:
             if counts and m.count not in counts and not (m.count == 1 and counts <= {1}):
                 findings.append(_contradiction("count", m, sorted(counts)))
     return _unique(findings)
+
+
+# colour words that say nothing else (not "wine", "copper", "emerald": those name things too)
+_PLAIN_COLORS = frozenset("""red orange yellow green blue purple violet pink brown black white grey gray silver
+    gold golden blond blonde dark""".split())
+
+
+def _plain_colors(ws, position: int, lex: Lexicon) -> set[str]:
+    """Colour families of the plain colour words right before a noun ("her dark hair"), in its phrase."""
+    out = set()
+    for w in reversed(ws[max(0, position - 3): position]):
+        if w.phrase != ws[position].phrase or w.text in ("a", "an", "the", "and", "of", "with"):
+            break
+        if w.text in _PLAIN_COLORS:
+            out.add(color_of(w.text, lex))
+    return out - {None}
+
+
+def _before_noun(ws, position: int, lex: Lexicon) -> bool:
+    """The next word may be the head noun: "a white cake stand" describes the stand, not a cake
+    ("the blue car gleams": a verb in -s follows, the car is the head)."""
+    nxt = ws[position + 1] if position + 1 < len(ws) else None
+    if not nxt or nxt.phrase != ws[position].phrase:
+        return False
+    if not lex.noun_lemma(nxt.text) or nxt.text in _FUNCTION_WORDS:
+        return False
+    return not (nxt.text.endswith("s") and lex.verb_lemma(nxt.text))
+
+
+_FUNCTION_WORDS = frozenset("is are was were has have and or with in on at of to".split())
 
 
 def _contradiction(what: str, m: Mention, got) -> Finding:
@@ -208,9 +252,34 @@ def _relation_findings(prompt: str, text: str) -> list[Finding]:
                     detail=f'the output lost the spatial relation ({", ".join(lost)}) of the prompt')]
 
 
-def _added_subjects(output: list[Mention], ws, licence: Licence, lex: Lexicon) -> list[Finding]:
+# words that bring something new into an image: "add a man", "a dog walks into the frame"
+_ADDING_VERBS = frozenset("add adds adding added insert inserts inserting inserted introduce introduces introducing "
+                          "include includes including place placing put putting".split())
+_ENTERING = re.compile(r"\b(?:enters?|entering|walks? into|comes? into|appears?|appearing|joins?|joining)\b")
+
+
+_NEW = frozenset("a an another some several more two three four five six seven eight nine ten".split())
+
+
+def _explicitly_added(output: list[Mention], ws) -> list[Mention]:
+    """Mentions the text adds to an unseen image: a new one ("a", "another", a number; not "the")
+    as the object of an adding verb (within four words, same phrase), or as the subject of
+    "enters/appears/joins"."""
+    out = []
+    for m in output:
+        before = [w.text for w in ws[max(0, m.position - 4): m.position] if w.phrase == ws[m.position].phrase]
+        verb = max((i for i, w in enumerate(before) if w in _ADDING_VERBS), default=None)
+        new = any(w in _NEW for w in (before[verb + 1:] if verb is not None else before[-3:]))
+        phrase = " ".join(w.text for w in ws[m.position + 1:] if w.phrase == ws[m.position].phrase)
+        if new and (verb is not None or _ENTERING.match(phrase[:40])):
+            out.append(m)
+    return out
+
+
+def _added_subjects(output: list[Mention], ws, licence: Licence, lex: Lexicon, *,
+                    pronouns: bool = True) -> list[Finding]:
     added: dict[str, str] = {}
-    if not licence.animate:
+    if pronouns and not licence.animate:
         for w in ws:
             if (w.text in PERSON_PRONOUNS or _AGE.match(w.text)) and not w.quoted:
                 added[w.text] = "person"         # "she", "someone", "a 12-year-old"

@@ -303,3 +303,35 @@ def test_who_a_prompt_licenses(prompt, text, word):
     found = assess(prompt, text, profile("image")).findings
     added = [w for f in found if f.kind == "added_subject" for w in f.words]
     assert added == ([word] if word else []), found
+
+
+@pytest.mark.parametrize(("target", "prompt", "text", "added"), [
+    ("image-to-image", "make it winter",
+     "Turn the scene into winter: cover the ground in snow and add a figure of a young woman in a red coat.", "figure"),
+    ("image-to-image", "make it sunny", "Make it sunny and place two dogs on the lawn.", "dog"),
+    ("image-to-video", "the camera slowly pans right",
+     "The camera slowly pans right as a man walks into the frame from the left.", "man"),
+    ("image-to-image", "make it winter",
+     "Turn the scene into winter: cover the ground and rooftops in fresh snow, keep the composition.", None),
+    ("image-to-image", "add a cat sitting nearby", "Add a small grey cat sitting near the bench.", None),
+    ("image-to-image", "give him a hat", "Put the man in a wide straw hat, keep his face unchanged.", None),
+    ("image-to-video", "the man turns his head",
+     "The man turns his head slowly toward the window; the dog beside him appears calm.", None),
+])
+def test_an_unseen_image_may_hold_anything_but_the_text_may_not_add_to_it(target, prompt, text, added):
+    found = [w for f in assess(prompt, text, profile(target)).findings if f.kind == "added_subject" for w in f.words]
+    assert found == ([added] if added else [])
+
+
+@pytest.mark.parametrize(("prompt", "text", "clash"), [
+    ("portrait of a woman with silver hair, studio light", "A portrait of a woman with silver hair under soft "
+     "studio light, her dark hair cascading down her back like a waterfall of gold.", "hair"),
+    ("a red car on a street", "A red car parked on a wet street at night. The blue car gleams under neon signs.", "car"),
+    ("a red apple and a green apple on a table", "A red apple and a green apple sit side by side on a wooden "
+     "table, the green apple slightly larger.", None),
+    ("a green banana and a pink cake", "A green banana lies on a white cake stand next to a round pink cake.", None),
+    ("a coffee mug floating in the sky", "A white ceramic mug floats in the sky among soft clouds.", None),
+])
+def test_a_noun_said_again_in_another_colour_contradicts_the_prompt(prompt, text, clash):
+    found = [f.words[0] for f in assess(prompt, text, profile("image")).findings if f.kind == "contradiction"]
+    assert found == ([clash] if clash else [])

@@ -1,0 +1,23 @@
+"""What several commands share: loading the model into a ``Generator``.
+
+Not here: a command's own options and output.
+"""
+
+from __future__ import annotations
+
+from ..errors import ModelError
+from ..models import prepare, resolve_model
+
+
+def load_generator(model: str | None, dtype: str, device: str | None = None, *, quiet: bool = False):
+    """(model source, prepared directory, ``engine.generator.Generator``); a model that cannot be
+    loaded is a ``ModelError``."""
+    source = resolve_model(model)
+    directory = prepare(source, quiet=quiet)
+    try:
+        from engine.generator import Generator
+        from engine.runtime.device import default_device
+
+        return source, directory, Generator.from_dir(directory, dtype=dtype, device=device or default_device())
+    except (ValueError, OSError, RuntimeError) as exc:
+        raise ModelError(f"cannot load model {source.name}: {exc}") from exc
