@@ -135,21 +135,42 @@ def build_drafter(target, records: Sequence[Record] = (), *, draft_vocab_size: i
     return drafter, info
 
 
-def warm_start(target, directory, records: Sequence[Record] = ()) -> tuple[Drafter, dict]:
+def warm_start(target, directory, records: Sequence[Record] = (), *, always_include: Sequence[int] = (),
+               revocab: bool = True) -> tuple[Drafter, dict]:
     """A trained drafter from ``directory`` attached to ``target``, to train further (its
-    architecture and draft vocabulary stay); info: that vocabulary's coverage of ``records``."""
+    architecture stays). With ``records`` and ``revocab``, a reduced draft vocabulary is chosen
+    again from their response tokens (same size): rows of tokens it already had keep their
+    trained head rows, new tokens start from the target's head rows. Info: the vocabulary's
+    coverage of the records before and after."""
     from ..speculative.checkpoint import load_drafter
 
     drafter = load_drafter(directory, target, dtype=torch.float32)
     size = drafter.config.draft_vocab_size
     info: dict = {"draft_vocab_size": size, "init": str(directory)}
-    if records:
-        counts = token_counts((r.input_ids for r in records), target.config.vocab_size, (r.loss_mask for r in records))
-        info["response_tokens"] = int(counts.sum())
-        info["distinct_tokens"] = int((counts > 0).sum())
-        ids = torch.arange(size) if drafter.d2t is None else torch.arange(size) + drafter.d2t.cpu()
-        info["coverage"] = round(vocab_coverage(counts, ids), 5)
+    if not records:
+        return drafter, info
+    counts = token_counts((r.input_ids for r in records), target.config.vocab_size, (r.loss_mask for r in records))
+    info["response_tokens"] = int(counts.sum())
+    info["distinct_tokens"] = int((counts > 0).sum())
+    old_ids = drafter.draft_to_target().cpu()
+    info["coverage_before"] = info["coverage"] = round(vocab_coverage(counts, old_ids), 5)
+    if revocab and drafter.d2t is not None and size < target.config.vocab_size:
+        new_ids = select_draft_vocab(counts, size, always_include)
+        _revocab(drafter, old_ids, new_ids, target)
+        info["coverage"] = round(vocab_coverage(counts, new_ids), 5)
+        info["new_tokens"] = int(len(set(new_ids.tolist()) - set(old_ids.tolist())))
     return drafter, info
+
+
+@torch.no_grad()
+def _revocab(drafter: Drafter, old_ids: torch.Tensor, new_ids: torch.Tensor, target) -> None:
+    """Install the vocabulary ``new_ids``; head rows follow their token (new ones: the target's rows)."""
+    head = drafter.lm_head.weight
+    old_row = {int(t): i for i, t in enumerate(old_ids.tolist())}
+    target_head = target.lm_head.weight.detach().to(head.device, head.dtype)
+    rows = torch.stack([head[old_row[t]] if t in old_row else target_head[t] for t in new_ids.tolist()])
+    drafter.set_vocab_map(new_ids)
+    head.copy_(rows)
 
 
 def _trainable(drafter: Drafter, lowrank: bool = False, freeze_head: bool = False) -> list[torch.nn.Parameter]:

@@ -344,8 +344,9 @@ def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, st
               help="EAGLE-3.1 per-chunk norms before fc (off: plain EAGLE-3 tensors only).")
 @click.option("--freeze-head", is_flag=True, help="Keep the reduced-vocabulary head at the target's rows.")
 @click.option("--init", "init_dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
-              help="Start from this trained drafter (its architecture and draft vocabulary; "
-                   "--draft-vocab, --window, --no-chunk-norms and --lowrank-rank then do not apply).")
+              help="Start from this trained drafter: its architecture and weights; the draft vocabulary "
+                   "(same size) is chosen again from the data, trained head rows kept "
+                   "(--draft-vocab, --window, --no-chunk-norms and --lowrank-rank then do not apply).")
 @click.option("--epochs", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--max-steps", type=click.IntRange(min=1), help="Stop after this many steps (overrides --epochs).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=4, show_default=True)
@@ -389,7 +390,7 @@ def train(model, data_dirs, out_dir, draft_vocab, window, chunk_norms, freeze_he
     eos = _eos_ids(target, tokenizer)
     if init_dir is not None:
         try:
-            drafter, info = warm_start(target, init_dir, train_records)
+            drafter, info = warm_start(target, init_dir, train_records, always_include=eos)
         except (DrafterLoadError, DrafterMismatchError) as exc:
             raise click.ClickException(f"--init {init_dir}: {exc}") from None
     else:

@@ -363,10 +363,16 @@ def test_warm_start_continues_from_a_trained_drafter(target, tmp_path):
     first = build_drafter(target, records[:5], draft_vocab_size=64, always_include=EOS, seed=0)[0]
     train_drafter(target, first, records[:5], tmp_path / "a", small_config(max_steps=2), eos_ids=EOS, progress=False)
     other = make_records(6, seed=3)
-    drafter, info = warm_start(target, tmp_path / "a" / "drafter", other)
-    for (name, p), q in zip(first.state_dict().items(), drafter.state_dict().values()):
+    kept, _ = warm_start(target, tmp_path / "a" / "drafter", other, revocab=False)
+    for (name, p), q in zip(first.state_dict().items(), kept.state_dict().values()):
         assert torch.equal(p, q), name                      # the trained weights and vocabulary, as saved
-    assert info["draft_vocab_size"] == 64 and 0.0 < info["coverage"] <= 1.0
+    drafter, info = warm_start(target, tmp_path / "a" / "drafter", other, always_include=EOS)
+    assert info["draft_vocab_size"] == 64 and info["coverage"] >= info["coverage_before"]
+    old_ids, new_ids = first.draft_to_target().tolist(), drafter.draft_to_target().tolist()
+    for i, t in enumerate(new_ids):                         # a head row travels with its token
+        expected = first.lm_head.weight[old_ids.index(t)] if t in old_ids else target.lm_head.weight[t]
+        assert torch.equal(drafter.lm_head.weight[i], expected), t
+    assert torch.equal(drafter.fc.weight, first.fc.weight)
     before = {k: v.clone() for k, v in drafter.state_dict().items()}
     result = train_drafter(target, drafter, other, tmp_path / "b", small_config(max_steps=2), eos_ids=EOS,
                            progress=False)
