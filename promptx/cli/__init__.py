@@ -2,3 +2,7 @@
 
 Not here: the SDK (``promptx.enhancer``), the engine.
 """
+
+from .main import main, run
+
+__all__ = ["main", "run"]
