@@ -58,6 +58,7 @@ class Enhancer:
         self.registry = registry_for(templates_dir)
         self._lock = threading.RLock()
         self._batcher: RequestBatcher | None = None
+        self._streaming: set[int] = set()       # threads iterating a stream of this enhancer
 
     @property
     def backend(self) -> Backend:
@@ -101,6 +102,7 @@ class Enhancer:
         """
         if batch_size < 1:
             raise InvalidInputError(f"batch_size must be >= 1, not {batch_size}")
+        self._refuse_inside_stream()
         prompts = list(prompts)
         requests = [self._request(p, target, options) for p in prompts]   # validate all first
         results = []
@@ -136,7 +138,14 @@ class Enhancer:
 
     def _run(self, request: EnhanceRequest, first: GenerationOutput | None = None,
              seeds: list[int] | None = None) -> EnhancedPrompt:
+        self._refuse_inside_stream()
         return _result_of(self._attempts(request, first, seeds))
+
+    def _refuse_inside_stream(self) -> None:
+        """The model is busy with this thread's open stream: waiting for it would never end."""
+        if threading.get_ident() in self._streaming:
+            raise InvalidInputError("this Enhancer is streaming in this thread: finish or close the stream "
+                                    "before enhancing again (or use a second Enhancer)")
 
     def _attempts(self, request: EnhanceRequest, first: GenerationOutput | None = None,
                   seeds: list[int] | None = None, *, stream: bool = False) -> Generator[str, None, EnhancedPrompt]:
@@ -245,8 +254,14 @@ class EnhanceStream:
         self.result: EnhancedPrompt | None = None
 
     def __iter__(self) -> Iterator[str]:
-        with self._enhancer._lock:
-            self.result = yield from self._enhancer._attempts(self._request, stream=True)
+        enhancer, me = self._enhancer, threading.get_ident()
+        enhancer._refuse_inside_stream()
+        with enhancer._lock:
+            enhancer._streaming.add(me)
+            try:
+                self.result = yield from enhancer._attempts(self._request, stream=True)
+            finally:
+                enhancer._streaming.discard(me)
 
 
 def _result_of(attempts: Generator[str, None, EnhancedPrompt]) -> EnhancedPrompt:

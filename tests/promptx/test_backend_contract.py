@@ -83,3 +83,15 @@ def test_something_that_is_not_a_backend_is_refused():
 
     with pytest.raises(TypeError):
         Incomplete()
+
+
+def test_enhancing_inside_an_open_stream_is_refused_not_a_hang():
+    enhancer = Enhancer(backend=ScriptedBackend([FAITHFUL, FAITHFUL]), retries=0)
+    stream = enhancer.stream("a cat on a skateboard", "image", seed=1)
+    for _ in stream:
+        with pytest.raises(InvalidInputError, match="streaming in this thread"):
+            enhancer.enhance("a cat on a skateboard", "image", seed=1)
+        with pytest.raises(InvalidInputError, match="streaming in this thread"):
+            enhancer.enhance_many(["a cat"], "image")
+        break
+    assert enhancer.enhance("a cat on a skateboard", "image", seed=1).text.startswith("A ginger cat")
