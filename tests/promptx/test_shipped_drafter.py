@@ -37,33 +37,33 @@ def test_a_drafter_ships_with_a_model_card():
 
 
 @pytest.fixture(scope="module")
-def pair():
-    """The drafter with the model it was trained on: the untuned embedded model (retraining it on
-    the tuned default is issue 13's item 4; on the tuned model this tau is 1.93, losslessness holds)."""
+def pair(model_dir):
+    """The drafter with the model it was trained on: the embedded default (tuned), in float32."""
     import torch
 
     from engine.weights.loading import load_model
-    from promptx import models
     from promptx.backends.drafters import load_drafter_for
 
-    model, tokenizer = load_model(models.prepare(models.resolve_model(models.BASE_NAME), quiet=True), torch.float32)
+    model, tokenizer = load_model(model_dir, torch.float32)
     path = find_drafter(model)
     assert path is not None, "the shipped drafter does not match the embedded model's fingerprint"
     drafter, _ = load_drafter_for(model, path)
     return model, tokenizer, drafter
 
 
-def held_out_ids(tokenizer):
+def held_out_ids(tokenizer, model_dir):
+    """The held-out requests rendered as the runtime renders them for this model."""
+    from promptx.models import prompt_style_of
     from promptx.profiles.registry import default_registry
     from promptx.profiles.render import render_messages
 
-    registry = default_registry()
-    return [tokenizer.encode_chat(render_messages(registry.get(target), prompt,
+    registry, style = default_registry(), prompt_style_of(model_dir)
+    return [tokenizer.encode_chat(render_messages(registry.get(target), prompt, prompt_style=style,
                                                   caption="a photo" if "to-" in target else None))
             for target, prompt in HELD_OUT]
 
 
-def test_shipped_drafter_is_trained_and_lossless(pair):
+def test_shipped_drafter_is_trained_and_lossless(pair, model_dir):
     """tau > 2 (greedy, fixed tree) on held-out prompts, and output equal to plain decoding."""
     from engine.decode.autoregressive import decode_autoregressive
     from engine.decode.sampling import SamplingParams
@@ -73,7 +73,7 @@ def test_shipped_drafter_is_trained_and_lossless(pair):
 
     model, tokenizer, drafter = pair
     tokens = forwards = 0
-    for ids in held_out_ids(tokenizer):
+    for ids in held_out_ids(tokenizer, model_dir):
         params = SamplingParams(max_new_tokens=64)
         stats = DecodeStats()
         fast = [t for c in decode_speculative(model, drafter, ids, params,
