@@ -169,6 +169,6 @@ def test_a_stop_predicate_ends_speculative_and_plain_decoding_at_the_same_token(
 
     plain, plain_stop = run(lambda stop: decode_autoregressive(model, ids, params, stop))
     spec, spec_stop = run(lambda stop: decode_speculative(model, drafter, ids, params, stop, DecodeStats(),
-                                                          CONFIGS[2]))
+                                                          FixedTree(CONFIGS[2])))
     assert plain == spec and plain_stop.finish_reason == spec_stop.finish_reason == "budget"
     assert len(tok.decode(plain[:-1]).split()) <= 12 < len(tok.decode(plain).split()) and len(plain) < 60

@@ -133,9 +133,7 @@ def test_enhance_many_batches_and_matches_one_by_one(model_dir, fp32_model):
     from engine.generator import Generator
     from promptx.backends.embedded import EmbeddedBackend
 
-    backend = EmbeddedBackend.__new__(EmbeddedBackend)
-    backend.source, backend.model_name, backend._vocabulary_index = None, "embedded-test", None
-    backend.generator = Generator(*fp32_model)
+    backend = EmbeddedBackend.around(Generator(*fp32_model), "embedded-test")
     backend.generator.drafter = random_drafter(backend.generator.model)
     batched_calls = []
     original = backend.generate_many
