@@ -8,8 +8,8 @@ calls from several threads are decoded together in batches where the backend
 batches (``backends.batcher``); ``enhance_many`` and ``stream`` calls run one
 at a time.
 
-Not here: template files (``template_registry``), text rules (``cleanup``,
-``validate``) or decoding (``backends``, ``engine``).
+Not here: template files (``profiles.registry``), text rules (``text.cleanup``,
+``text.validate``) or decoding (``backends``, ``engine``).
 """
 
 from __future__ import annotations

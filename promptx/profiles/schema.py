@@ -3,8 +3,8 @@
 A profile says how to rewrite a short prompt for one generator (Wan, FLUX,
 SDXL, ...): the system prompt, few-shot examples, word budget, style presets
 and sampling settings. This module only validates data (pydantic v2). It does
-not read files (``template_registry``) and does not build chat messages
-(``render``); it never imports torch.
+not read files (``profiles.registry``) and does not build chat messages
+(``profiles.render``); it never imports torch.
 """
 
 from __future__ import annotations
