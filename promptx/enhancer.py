@@ -41,16 +41,18 @@ WORD_MARGIN = 1
 class Enhancer:
     """Keeps a loaded backend; ``enhance``, ``enhance_many`` and ``stream`` reuse it."""
 
-    def __init__(self, model: str | Path | None = None, *, backend: Backend | None = None,
+    def __init__(self, model: str | Path | None = None, *, backend: Backend | str | None = None,
                  templates_dir: str | Path | Sequence[str | Path] | None = None,
                  system_prompt: str | None = None, speculative: bool = True, drafter: str | Path | None = None,
                  dtype: str | None = None, device: str | None = None, retries: int = DEFAULT_RETRIES,
-                 quiet: bool = False, planner: str = "harness") -> None:
+                 quiet: bool = False, planner: str = "harness", base_url: str | None = None,
+                 vision: bool | None = None) -> None:
+        """``backend``: a Backend, or a name: "embedded" (default), "openai" (``base_url``, and
+        ``model`` as the server's model name) or a backend of the config file
+        (``promptx.backends.choice``). A ``base_url`` alone picks "openai"."""
         self._model, self._drafter, self._dtype, self._device = model, drafter, dtype, device
         self._planner = planner
-        if backend is not None and not isinstance(backend, Backend):
-            raise InvalidInputError(f"backend must subclass promptx.backends.Backend, not {type(backend).__name__}")
-        self._backend = backend
+        self._backend = _chosen_backend(backend, model, base_url, vision)
         self._quiet = quiet
         self.system_prompt = system_prompt
         self.speculative = speculative
@@ -124,15 +126,16 @@ class Enhancer:
         profile = self.profile(target)
         options.setdefault("speculative", self.speculative)
         options.setdefault("system_prompt", self.system_prompt)
-        return EnhanceRequest.build(profile, prompt, **options)
+        # the embedded backend (loaded later) continues answers
+        continues = self._backend.continues_answers if self._backend is not None else True
+        return EnhanceRequest.build(profile, prompt, continue_answer=continues, **options)
 
     def _first_attempts(self, requests: list[EnhanceRequest], seeds: list[list[int]]) -> list[GenerationOutput | None]:
         """The first attempt of every request in one batched decode, where the backend batches."""
         todo = [(r, s[0]) for r, s in zip(requests, seeds) if not r.skip_reason]
         if not self.backend.batches or len(todo) < 2:
             return [None] * len(requests)
-        style = self.backend.prompt_style
-        requests_ = [(_messages(r, style), self._options(r, seed)) for r, seed in todo]
+        requests_ = [(_messages(r, self.backend), self._options(r, seed)) for r, seed in todo]
         outputs = iter(self.backend.generate_many(requests_))
         return [None if r.skip_reason else next(outputs) for r in requests]
 
@@ -153,7 +156,7 @@ class Enhancer:
         With ``stream``, yields the first attempt's text deltas as they are generated."""
         if request.skip_reason:
             return request.unchanged(request.skip_reason, fallback=False)
-        messages = _messages(request, self.backend.prompt_style)
+        messages = _messages(request, self.backend)
         assessment: Assessment | None = None
         totals = _Totals()
         for attempt, seed in enumerate(seeds or request.seeds(self.retries)):
@@ -162,7 +165,7 @@ class Enhancer:
             elif attempt == 0 and stream:
                 output = yield from self._streamed(messages, request, seed)
             else:
-                output = self._generate(messages, request, seed)
+                output = self.generate(messages, self._options(request, seed))
             totals.add(output)
             text, assessment = self._postprocess(request, _joined(request.opening, output.text))
             if assessment.passed:
@@ -182,11 +185,13 @@ class Enhancer:
                                                - count_words(request.opening)),
                                  constraint=request.constraint)
 
-    def _generate(self, messages, request: EnhanceRequest, seed: int) -> GenerationOutput:
+    def generate(self, messages, options: GenerationOptions) -> GenerationOutput:
+        """The backend's raw output for one chat (no profile, clean-up or assessment: what
+        ``promptx serve``'s chat route serves); concurrent callers are decoded together."""
         if self.batcher is not None:      # concurrent callers meet here
-            return self.batcher.generate(messages, self._options(request, seed))
+            return self.batcher.generate(messages, options)
         with self._lock:                  # a backend that does not batch gets one call at a time
-            run = self.backend.start(messages, self._options(request, seed))
+            run = self.backend.start(messages, options)
             try:
                 return run.finish()
             finally:
@@ -225,10 +230,39 @@ class Enhancer:
                       language="english" if request.wants_english else "keep")
 
 
-def _messages(request: EnhanceRequest, prompt_style: str = "full"):
+def _chosen_backend(backend: Backend | str | None, model, base_url: str | None,
+                    vision: bool | None) -> Backend | None:
+    """The backend an Enhancer was given or named (None: the embedded one, loaded on first use)."""
+    if backend is None and base_url is not None:
+        backend = "openai"
+    if backend is None or isinstance(backend, Backend):
+        return backend
+    if not isinstance(backend, str):
+        raise InvalidInputError(f"backend must subclass promptx.backends.Backend or be a backend name, "
+                                f"not {type(backend).__name__}")
+    from .backends.choice import is_remote, remote_backend
+
+    if not is_remote(backend):
+        if base_url is not None or vision:
+            raise InvalidInputError("base_url and vision are settings of a remote backend, not the embedded one")
+        return None
+    return remote_backend(backend, base_url=base_url, model=str(model) if model is not None else None,
+                          vision=vision)
+
+
+def _messages(request: EnhanceRequest, backend: Backend):
+    """The chat for one request in the backend's prompt style; a vision backend gets the image."""
+    sees_image = backend.vision and request.image is not None
     messages = render_messages(request.profile, request.prompt, image_facts=request.image_facts,
                                caption=request.caption, style=request.style, language=request.language,
-                               system_prompt=request.system_prompt, prompt_style=prompt_style)
+                               system_prompt=request.system_prompt, prompt_style=backend.prompt_style,
+                               vision=sees_image)
+    if sees_image:
+        from .image_url import image_data_url
+
+        last = messages[-1]
+        last["content"] = [{"type": "text", "text": last["content"]},
+                           {"type": "image_url", "image_url": {"url": image_data_url(request.image)}}]
     if request.opening:
         messages.append({"role": "assistant", "content": request.opening})
     return messages

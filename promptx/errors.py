@@ -42,3 +42,10 @@ class ModelNotFoundError(ModelError, FileNotFoundError):
 
 class BackendError(ModelError):
     """A generation backend failed while producing text."""
+
+
+class MissingExtraError(PromptxError):
+    """A feature needs an optional dependency that is not installed."""
+
+    def __init__(self, feature: str, extra: str) -> None:
+        super().__init__(f"{feature} needs the '{extra}' extra: pip install 'promptx[{extra}]'")

@@ -36,6 +36,8 @@ class EnhanceRequest:
     speculative: bool
     system_prompt: str | None
     constrain: bool = True
+    image: Any = None             # the caller's image input (sent to a vision backend)
+    continue_answer: bool = True  # False: the backend writes whole answers (no opening)
 
     @cached_property
     def constraint(self):
@@ -52,7 +54,8 @@ class EnhanceRequest:
     def opening(self) -> str:
         """The start of the answer that the model continues ('' when the profile lets it start):
         the user's own words, so that the text begins with their subject."""
-        if self.profile.opening != "prompt" or not self.prompt or self.profile.format == "tags":
+        if (not self.continue_answer or self.profile.opening != "prompt" or not self.prompt
+                or self.profile.format == "tags"):
             return ""
         if self.wants_english and detect_language(self.prompt) != "en":
             return ""                     # a translated answer cannot start with the original words
@@ -64,7 +67,7 @@ class EnhanceRequest:
               seed: int | None = None, temperature: float | None = None, max_new_tokens: int | None = None,
               style: str | None = None, language: str | None = None, force: bool = False,
               speculative: bool = True, system_prompt: str | None = None,
-              constrain: bool = True) -> "EnhanceRequest":
+              constrain: bool = True, continue_answer: bool = True) -> "EnhanceRequest":
         text = _check_prompt(profile, prompt, has_image=image is not None or bool(caption))
         facts = None
         if image is not None:
@@ -89,7 +92,8 @@ class EnhanceRequest:
                    wants_english=wants_english, seed=seed,
                    temperature=profile.temperature if temperature is None else temperature,
                    max_new_tokens=max_new_tokens or profile.max_new_tokens, force=force,
-                   speculative=speculative, system_prompt=system_prompt, constrain=bool(constrain))
+                   speculative=speculative, system_prompt=system_prompt, constrain=bool(constrain),
+                   image=image, continue_answer=continue_answer)
 
     @property
     def skip_reason(self) -> str | None:

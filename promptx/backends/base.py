@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Generator, Iterator
+from typing import Any, Callable, Generator, Iterator
 
-Messages = list[dict[str, str]]
+#: chat messages; a content is a string, or a list of parts (text, image_url) for a vision model
+Messages = list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,11 @@ class Backend(ABC):
     #: True when ``generate_many`` decodes its requests together (Enhancer then groups
     #: concurrent callers' requests into one call); False: one after another
     batches: bool = False
+    #: True when a chat ending in an assistant message is continued (the answer's opening
+    #: is then the user's own words); False: the model always writes the whole answer
+    continues_answers: bool = True
+    #: True when the model sees images: i2v/i2i images go with the chat as ``image_url`` parts
+    vision: bool = False
 
     @property
     @abstractmethod

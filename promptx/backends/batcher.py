@@ -10,6 +10,7 @@ Not here: streaming (a streamed call decodes alone, through ``Backend.start``).
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Callable
 
 from .base import GenerationOptions, GenerationOutput, Messages
@@ -26,14 +27,16 @@ class _Pending:
 
 
 class RequestBatcher:
-    def __init__(self, generate_many: GenerateMany, max_batch: int = 8) -> None:
+    def __init__(self, generate_many: GenerateMany, max_batch: int = 8,
+                 on_batch: Callable[[int], None] | None = None) -> None:
+        """``on_batch(size)`` is told the size of every batch decoded (metrics)."""
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
-        self._generate_many, self.max_batch = generate_many, max_batch
+        self._generate_many, self.max_batch, self.on_batch = generate_many, max_batch, on_batch
         self._cond = threading.Condition()
         self._queue: list[_Pending] = []
         self._leading = False          # a caller is decoding batches now
-        self.batch_sizes: list[int] = []
+        self.batch_sizes: deque[int] = deque(maxlen=1024)    # the latest batches' sizes
 
     def generate(self, messages: Messages, options: GenerationOptions) -> GenerationOutput:
         """The output for one request, decoded in a batch with any concurrent ones."""
@@ -69,6 +72,8 @@ class RequestBatcher:
 
     def _run(self, batch: list[_Pending]) -> None:
         self.batch_sizes.append(len(batch))
+        if self.on_batch is not None:
+            self.on_batch(len(batch))
         try:
             outputs = self._generate_many([p.request for p in batch])
             if len(outputs) != len(batch):

@@ -130,15 +130,28 @@ def _read_prompts(prompt: str | None, file: Path | None) -> tuple[list[str], boo
               help="Model precision: auto (the fastest here), float32, bfloat16, float16, mixed (fp32 prompt, "
                    "bf16 token steps; the auto choice on CPUs without native bf16) or int8 (lower quality). "
                    "mixed and int8 decode without speculation: use float32 for it on such CPUs.")
+@click.option("--backend", help="embedded (default), openai, or a backend named in the promptx config file.")
+@click.option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (implies --backend "
+              "openai; env PROMPTX_BASE_URL). The key comes from $PROMPTX_API_KEY.")
+@click.option("--remote-model", help="The server's model name (default: the first it lists; env PROMPTX_REMOTE_MODEL).")
+@click.option("--vision", is_flag=True, default=None, help="The remote model sees images: send i2v/i2i images to it.")
 def enhance(prompt, target, file, image, caption, model, seed, temperature, max_new_tokens, style, language,
-            system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, planner, dtype) -> None:
+            system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, planner, dtype,
+            backend, base_url, remote_model, vision) -> None:
     """Enhance PROMPT (or stdin with '-', or each line of --file)."""
     from ..enhancer import Enhancer
 
     prompts, batch = _read_prompts(prompt, file)
     if batch and stream:
         raise InvalidInputError("--stream works with a single prompt, not --file")
-    enhancer = Enhancer(model, templates_dir=templates_dir, system_prompt=system_prompt,
+    remote = backend not in (None, "embedded") or base_url is not None
+    if remote and (model or drafter):
+        raise InvalidInputError("--model and --drafter are for the embedded backend; name the server's model "
+                                "with --remote-model")
+    if not remote and (remote_model or vision):
+        raise InvalidInputError("--remote-model and --vision need a remote backend (--base-url or --backend)")
+    enhancer = Enhancer(remote_model if remote else model, backend=backend, base_url=base_url, vision=vision,
+                        templates_dir=templates_dir, system_prompt=system_prompt,
                         speculative=not no_speculative, drafter=drafter, planner=planner,
                         dtype=None if dtype == "auto" else dtype)
     options = dict(image=image, caption=caption, seed=seed, temperature=temperature,
@@ -218,6 +231,7 @@ def _register_subcommands() -> None:
     from .calibrate import calibrate
     from .draft import draft
     from .eval import eval_command
+    from .serve import serve_command
     from .tune import tune_command
 
     main.add_command(bench)
@@ -225,6 +239,7 @@ def _register_subcommands() -> None:
     main.add_command(calibrate)
     main.add_command(draft)
     main.add_command(tune_command)
+    main.add_command(serve_command)
 
 
 _register_subcommands()

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_I2V_PROMPT",
     "PROMPT_STYLES",
     "TUNED_SYSTEM_PROMPT",
+    "VISION_GUIDANCE",
     "image_line",
     "language_rule",
     "render_messages",
@@ -36,6 +37,17 @@ TUNED_SYSTEM_PROMPT = (
     "Write {min_words} to {max_words} words. {language_rule}\n{style}"
 )
 PROMPT_STYLES = ("full", "short")
+
+#: What a model that sees the input image is told, by task; a profile's ``vision_guidance``
+#: replaces it. Appended to the system prompt when the image goes with the chat.
+VISION_GUIDANCE = {
+    "i2v": ("The image is attached: you can see it. Name its subjects, setting and style as they appear, "
+            "then describe the motion. Where the user's words contradict what the image shows, the image "
+            "decides what is there; the user decides what moves."),
+    "i2i": ("The image is attached: you can see it. Name the parts of the image that the edit touches, say "
+            "exactly how they change, and say that the rest stays as it is. Where the user's words "
+            "contradict the image, describe the image as it really is."),
+}
 
 #: The instruction used when an image-to-video prompt is left empty.
 DEFAULT_I2V_PROMPT = "Animate the image with natural motion that suits the scene."
@@ -137,6 +149,7 @@ def render_messages(
     language: str | None = None,
     system_prompt: str | None = None,
     prompt_style: str = "full",
+    vision: bool = False,
 ) -> list[dict[str, str]]:
     """Build the chat for rewriting ``prompt`` with ``profile``.
 
@@ -148,6 +161,8 @@ def render_messages(
     style or language override is appended to the system prompt when it has
     no ``{style}`` / ``{language_rule}`` placeholder. ``prompt_style="short"``
     (a model tuned for promptx) uses TUNED_SYSTEM_PROMPT and no few-shot examples.
+    ``vision=True`` (the model sees the image, sent by the caller) adds the profile's
+    vision guidance to the system prompt.
     """
     if prompt_style not in PROMPT_STYLES:
         raise InvalidInputError(f"unknown prompt style {prompt_style!r}; use one of {', '.join(PROMPT_STYLES)}")
@@ -185,6 +200,10 @@ def render_messages(
         content += "\n" + values["style"]
     if language and "language_rule" not in used:
         content += "\n" + values["language_rule"]
+    if vision:
+        if not profile.wants_image:
+            raise InvalidInputError(f"target {profile.name!r} ({profile.task}) takes no image")
+        content += "\n" + (profile.vision_guidance or VISION_GUIDANCE[profile.task])
     messages = [{"role": "system", "content": _tidy(content)}]
 
     for ex in () if short else profile.examples:

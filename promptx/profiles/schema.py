@@ -112,6 +112,9 @@ class Profile(_Strict):
     #: "prompt": the answer starts with the user's own words, which the model continues
     #: (keeps the subject where a small model would drift); "free": the model starts it
     opening: Literal["free", "prompt"] = "free"
+    #: what a model that sees the input image is told (i2v/i2i); None: the task's default
+    #: (``promptx.profiles.render.VISION_GUIDANCE``)
+    vision_guidance: str | None = None
 
     @property
     def wants_image(self) -> bool:

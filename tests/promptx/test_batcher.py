@@ -78,7 +78,7 @@ def test_an_interrupt_reaches_every_caller_of_its_batch_and_nothing_spins():
     batcher = RequestBatcher(interrupted)
     with pytest.raises(KeyboardInterrupt):
         batcher.generate([{"role": "user", "content": "x"}], GenerationOptions())
-    assert batcher.batch_sizes == [1] and not batcher._leading and batcher._queue == []
+    assert list(batcher.batch_sizes) == [1] and not batcher._leading and batcher._queue == []
 
 
 def test_the_word_budget_does_not_count_a_preamble():
