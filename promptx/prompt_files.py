@@ -5,9 +5,10 @@ Three formats, told apart by ``detect_format`` (or chosen explicitly):
 - ``text``: one prompt per line; blank lines are skipped. The target comes
   from the caller (``promptx bench --target``).
 - ``jsonl``: one JSON object per line with ``prompt`` (string), optional
-  ``task`` (a target profile name or alias such as ``video``, ``t2v``,
-  ``i2v``), optional ``image`` (a path, relative to the file's folder) and
-  optional ``caption`` (what the input image shows, in words).
+  ``task`` or ``target`` (a target profile name or alias such as ``video``,
+  ``t2v``, ``i2v``), optional ``image`` (a path, relative to the file's
+  folder), optional ``caption`` (what the input image shows, in words) and
+  optional ``id`` (a string or integer naming the row in batch outputs).
 - ``specbench``: Spec-Bench's ``question.jsonl``, objects with ``turns`` (a
   non-empty list of strings) and ``category``; only the first turn is used,
   sent as raw chat without an enhancement template.
@@ -42,6 +43,8 @@ class PromptSpec:
     caption: str | None = None     # what the input image shows (jsonl, i2v/i2i targets)
     category: str | None = None    # Spec-Bench category
     raw_chat: bool = False         # True: send ``text`` as the user turn, no template
+    id: str | None = None          # the row's own id (jsonl); None = its line number
+    line: int = 0                  # 1-based line number in the file
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:
@@ -86,7 +89,7 @@ def _optional_str(path: Path, lineno: int, obj: dict, key: str) -> str | None:
 
 
 def _text_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
-    return PromptSpec(text=line, source=f"{path}:{lineno}")
+    return PromptSpec(text=line, source=f"{path}:{lineno}", line=lineno)
 
 
 def _jsonl_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
@@ -98,9 +101,21 @@ def _jsonl_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
         raise InvalidInputError(f"{path}:{lineno}: needs a non-empty string field 'prompt'")
     image = _optional_str(path, lineno, obj, "image")
     image_path = None if image is None else (path.parent / image).expanduser()
+    if "task" in obj and "target" in obj:
+        raise InvalidInputError(f"{path}:{lineno}: give 'task' or 'target', not both")
     return PromptSpec(text=prompt.strip(), source=f"{path}:{lineno}",
-                      task=_optional_str(path, lineno, obj, "task"), image=image_path,
-                      caption=_optional_str(path, lineno, obj, "caption"))
+                      task=_optional_str(path, lineno, obj, "task" if "task" in obj else "target"),
+                      image=image_path, caption=_optional_str(path, lineno, obj, "caption"),
+                      id=_row_id(path, lineno, obj), line=lineno)
+
+
+def _row_id(path: Path, lineno: int, obj: dict) -> str | None:
+    value = obj.get("id")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise InvalidInputError(f"{path}:{lineno}: 'id' must be a non-empty string or an integer")
+    return str(value).strip()
 
 
 def _specbench_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
@@ -112,7 +127,7 @@ def _specbench_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
     if not isinstance(first, str) or not first.strip():
         raise InvalidInputError(f"{path}:{lineno}: the first turn must be a non-empty string")
     category = _optional_str(path, lineno, obj, "category") or "uncategorized"
-    return PromptSpec(text=first.strip(), source=f"{path}:{lineno}", category=category, raw_chat=True)
+    return PromptSpec(text=first.strip(), source=f"{path}:{lineno}", category=category, raw_chat=True, line=lineno)
 
 
 _PARSERS = {"text": _text_prompt, "jsonl": _jsonl_prompt, "specbench": _specbench_prompt}

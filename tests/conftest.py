@@ -13,6 +13,12 @@ import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # parallel workers share the cores: each gets its share of torch threads (before torch loads;
+    # the servers and commands the tests start inherit it)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
+
 
 def _missing(reason: str):
     if os.environ.get("CI", "").lower() == "true":
@@ -59,3 +65,16 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def trained_drafter(fp32_model):
+    """The shipped drafter on the fp32 target: it proposes good drafts, so long accepted runs
+    (and the bookkeeping they need) are exercised, and decodes take fewer target passes."""
+    import torch
+
+    from engine.speculative.checkpoint import load_drafter
+
+    model, _ = fp32_model
+    shipped = Path(__file__).resolve().parents[1] / "promptx" / "drafters" / "smollm2-135m-instruct"
+    return load_drafter(shipped, model, dtype=torch.float32).eval()

@@ -87,28 +87,23 @@ def _exit_status(code: object) -> int:
     return 1
 
 
-def _read_prompts(prompt: str | None, file: Path | None) -> tuple[list[str], bool]:
-    """The prompts to enhance and whether they came as a batch (one JSON line each)."""
-    if file is not None:
-        try:
-            lines = file.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidInputError(f"cannot read {file}: {exc}") from exc
-        prompts = [line.strip() for line in lines if line.strip()]
-        if not prompts:
-            raise InvalidInputError(f"{file} holds no prompts")
-        return prompts, True
+def _read_prompt(prompt: str | None) -> str:
+    """The one prompt to enhance: the argument, or stdin with '-' (or when piped)."""
     if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
-        return [sys.stdin.read().strip()], False
+        return sys.stdin.read().strip()
     if prompt is None:
         raise InvalidInputError("give a PROMPT argument, '-' or --file (see promptx enhance --help)")
-    return [prompt], False
+    return prompt
 
 
 @main.command()
 @click.argument("prompt", required=False)
 @click.option("-t", "--target", default="video", show_default=True, help="Target profile or alias (see 'promptx templates list').")
-@click.option("-f", "--file", "file", type=click.Path(path_type=Path, dir_okay=False), help="One prompt per line; prints JSON lines.")
+@click.option("-f", "--file", "file", type=click.Path(path_type=Path, dir_okay=False),
+              help="A batch: one prompt per line, or JSON lines with prompt (and id, target, image, caption); "
+                   "prints one JSON line per row.")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="With --file: write the JSON lines here, resumably (a rerun skips the rows already done).")
 @click.option("--image", type=click.Path(path_type=Path, dir_okay=False), help="Input image (image-to-video, image-to-image).")
 @click.option("--caption", help="A description of the input image.")
 @click.option("--model", help="Model directory or .gguf file (default: the embedded SmolLM2-135M-Instruct).")
@@ -135,15 +130,16 @@ def _read_prompts(prompt: str | None, file: Path | None) -> tuple[list[str], boo
               "openai; env PROMPTX_BASE_URL). The key comes from $PROMPTX_API_KEY.")
 @click.option("--remote-model", help="The server's model name (default: the first it lists; env PROMPTX_REMOTE_MODEL).")
 @click.option("--vision", is_flag=True, default=None, help="The remote model sees images: send i2v/i2i images to it.")
-def enhance(prompt, target, file, image, caption, model, seed, temperature, max_new_tokens, style, language,
+def enhance(prompt, target, file, output, image, caption, model, seed, temperature, max_new_tokens, style, language,
             system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, planner, dtype,
             backend, base_url, remote_model, vision) -> None:
     """Enhance PROMPT (or stdin with '-', or each line of --file)."""
     from ..enhancer import Enhancer
 
-    prompts, batch = _read_prompts(prompt, file)
-    if batch and stream:
-        raise InvalidInputError("--stream works with a single prompt, not --file")
+    if file is not None and (stream or prompt is not None):
+        raise InvalidInputError("--file enhances the file's prompts: give no PROMPT and no --stream")
+    if output is not None and file is None:
+        raise InvalidInputError("--output writes a batch: use it with --file")
     remote = backend not in (None, "embedded") or base_url is not None
     if remote and (model or drafter):
         raise InvalidInputError("--model and --drafter are for the embedded backend; name the server's model "
@@ -156,24 +152,43 @@ def enhance(prompt, target, file, image, caption, model, seed, temperature, max_
                         dtype=None if dtype == "auto" else dtype)
     options = dict(image=image, caption=caption, seed=seed, temperature=temperature,
                    max_new_tokens=max_new_tokens, style=style, language=language, force=force)
-    if batch:
-        for result in enhancer.enhance_many(prompts, target, progress=True, **options):
-            click.echo(result.model_dump_json())
+    if file is not None:
+        _enhance_file(enhancer, file, output, target, options)
         return
+    text = _read_prompt(prompt)
     if stream:
-        streamed = enhancer.stream(prompts[0], target, **options)
+        streamed = enhancer.stream(text, target, **options)
         for delta in streamed:
             click.echo(delta, nl=False, err=as_json)
         click.echo(err=as_json)
         result = streamed.result
     else:
-        result = enhancer.enhance(prompts[0], target, **options)
+        result = enhancer.enhance(text, target, **options)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     elif not stream:
         click.echo(result.text)
     if result.fallback:
         click.echo(f"promptx: warning: returned the original prompt ({result.reason})", err=True)
+
+
+def _enhance_file(enhancer, file: Path, output: Path | None, target: str, options: dict) -> None:
+    """Every row of ``file``, as JSON lines on stdout or resumably into ``output``."""
+    from ..batch_run import ResultLog, describe, read_rows, run_batch
+
+    rows = read_rows(file)
+    log = ResultLog(output) if output is not None else None
+    todo = len(rows) - (len(log.done & {r.id for r in rows}) if log else 0)
+    with click.progressbar(length=todo, label="enhancing", file=sys.stderr) as bar:
+        try:
+            summary = run_batch(enhancer, rows, target, options, log=log,
+                                emit=None if log else click.echo, on_row=lambda: bar.update(1))
+        except KeyboardInterrupt:
+            if log is not None:
+                click.echo(f"\npromptx: interrupted; {len(log.done & {r.id for r in rows})} of {len(rows)} rows are "
+                           f"in {output}: rerun the same command to resume", err=True)
+            raise
+    click.echo(f"promptx: {describe(summary, output)}", err=True)
 
 
 @main.group()

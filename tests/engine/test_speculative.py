@@ -1,7 +1,8 @@
 """Speculative decoding with the real embedded model: lossless greedy and sampling.
 
-A randomly initialised drafter proposes poor drafts (tokens get accepted only
-by luck); what is tested is exactness, not speed.
+Two drafters: a randomly initialised one proposes poor drafts (tokens get
+accepted only by luck: the rejection paths), the shipped trained one good
+drafts (long accepted runs). What is tested is exactness, not speed.
 """
 
 from __future__ import annotations
@@ -25,9 +26,6 @@ PROMPTS = [
     "a bowl of ramen, steam rising", "a fox running through snow", "an old man reading in a library",
     "a neon city street in the rain", "a hummingbird drinking from a flower", "a castle on a cliff at sunset",
     "a child flying a red kite on a beach", "a samurai under cherry blossoms", "a busy market in Marrakesh",
-    "a whale breaching near a sailboat", "a robot watering plants", "a steam train crossing a bridge",
-    "a girl playing violin in the park", "a volcano erupting at night", "a cozy cabin in the snow",
-    "a jellyfish glowing in dark water", "a chef flipping pancakes",
 ]
 CONFIGS = [TreeConfig.chain(4), TreeConfig(budget=8, max_depth=4, top_k=2), TreeConfig(budget=16, max_depth=5, top_k=4)]
 
@@ -58,13 +56,15 @@ def speculative(model, drafter, tok, ids, params, config):
 
 
 @pytest.mark.parametrize("index", range(len(PROMPTS)))
-def test_greedy_speculative_equals_reference(fp32_model, drafter, index):
-    """20 prompts x 128 tokens; each prompt under one config (rotating chain / tree 8 / tree 16)."""
+def test_greedy_speculative_equals_reference(fp32_model, drafter, trained_drafter, index):
+    """12 prompts x 128 tokens; each prompt under one config (rotating chain / tree 8 / tree 16) and
+    one drafter (random on odd prompts, trained on even ones: every config meets both)."""
     model, tok = fp32_model
-    params = SamplingParams(max_new_tokens=128, repetition_penalty=1.1 if index % 2 else 1.0)
+    params = SamplingParams(max_new_tokens=128, repetition_penalty=1.1 if index % 4 >= 2 else 1.0)
     ids = prompt_ids(tok, PROMPTS[index])
     expected = reference(model, tok, ids, params)
-    got, stats = speculative(model, drafter, tok, ids, params, CONFIGS[index % len(CONFIGS)])
+    chosen = drafter if index % 2 else trained_drafter
+    got, stats = speculative(model, chosen, tok, ids, params, CONFIGS[index % len(CONFIGS)])
     assert got == expected
     assert stats.new_tokens == len(expected) and stats.target_forwards >= 1
     assert sum(stats.accepted_lengths) + stats.target_forwards + 1 >= stats.new_tokens

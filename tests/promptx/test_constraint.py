@@ -15,7 +15,7 @@ from engine.speculative.loop import FixedTree, TreeConfig, decode_speculative, v
 from engine.speculative.tree import DraftTree
 from engine.speculative.verify import verify_sampling
 from promptx.quality.constraint import DecodingConstraint, VocabularyIndex
-from tests.engine.test_speculative import chi_square_p_value, drafter  # noqa: F401  (the random-drafter fixture)
+from tests.engine.test_speculative import chi_square_p_value
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ PROMPTS = ["a cat on a skateboard", "a red car by the sea", "a lighthouse in a s
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
-def test_constrained_greedy_speculative_equals_constrained_plain(fp32_model, vocab, drafter, prompt):
+def test_constrained_greedy_speculative_equals_constrained_plain(fp32_model, vocab, trained_drafter, prompt):
     model, tok = fp32_model
     _, ids_banned = banned_texts(vocab, prompt)
     mask = TokenMask(ids_banned)
@@ -72,8 +72,8 @@ def test_constrained_greedy_speculative_equals_constrained_plain(fp32_model, voc
     plain = list(decode_autoregressive(model, ids, params, stop))
     for config in (TreeConfig.chain(4), TreeConfig(budget=16, max_depth=5, top_k=4)):
         stop = StopChecker(tok.eos_token_ids, params.max_new_tokens)
-        spec = [t for c in decode_speculative(model, drafter, ids, params, stop, DecodeStats(), FixedTree(config))
-                for t in c]
+        spec = [t for c in decode_speculative(model, trained_drafter, ids, params, stop, DecodeStats(),
+                                              FixedTree(config)) for t in c]
         assert spec == plain
     assert not set(plain) & set(mask.ids)
     free = list(decode_autoregressive(model, ids, SamplingParams(max_new_tokens=64, repetition_penalty=1.1),
