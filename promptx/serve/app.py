@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
 from ..errors import BackendError, ImageError, InvalidInputError, PromptxError, UnknownTargetError
 from ..images import load_image_facts
-from .chat import chat_completion, chat_request, chunk_events
+from .chat import Pump, chat_completion, chat_request, chunk_events
 from .gate import RequestGate
 from .schemas import ChatBody, EnhanceBody
 from .state import NotReady, QueueFull, RequestTimedOut, ServerState
@@ -91,7 +91,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
             except BaseException:
                 state.release()
                 raise
-            events = chunk_events(run, ident, created, name, state,
+            events = chunk_events(Pump(run, state), ident, created, name, state,
                                   usage=bool((body.stream_options or {}).get("include_usage")))
             return StreamingResponse(events, media_type="text/event-stream")
         state.admit()

@@ -55,13 +55,26 @@ def chat_completion(output: GenerationOutput, ident: str, created: int, model: s
             "usage": _usage(output)}
 
 
-async def chunk_events(run: GenerationRun, ident: str, created: int, model: str, state: ServerState, *,
-                       usage: bool) -> AsyncIterator[str]:
-    """The run as ``data: {chunk}`` events, then ``data: [DONE]``. The run decodes on a worker
-    thread; a client that leaves stops it (and frees the model) at the next delta."""
-    loop, queue, leaving = asyncio.get_running_loop(), asyncio.Queue(), threading.Event()
-    state.run_detached(lambda: _pump(run, leaving, lambda item: loop.call_soon_threadsafe(queue.put_nowait, item)))
+class Pump:
+    """A run decoding on a worker thread, its deltas handed to the event loop through a queue.
+    Started before the response, so that the queue slot is released even if the client leaves
+    before the first event; ``leaving`` stops it at the next delta."""
 
+    def __init__(self, run: GenerationRun, state: ServerState) -> None:
+        loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.leaving = threading.Event()
+
+        def put(item) -> None:
+            loop.call_soon_threadsafe(self.queue.put_nowait, item)
+
+        state.run_detached(lambda: _pump(run, self.leaving, put))
+
+
+async def chunk_events(pump: Pump, ident: str, created: int, model: str, state: ServerState, *,
+                       usage: bool) -> AsyncIterator[str]:
+    """The pump's deltas as ``data: {chunk}`` events, then ``data: [DONE]``; a client that
+    leaves stops the decode (and frees the model) at the next delta."""
     def event(choices: list, **extra) -> str:
         chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
                  "choices": choices, **extra}
@@ -73,7 +86,7 @@ async def chunk_events(run: GenerationRun, ident: str, created: int, model: str,
     try:
         yield delta({"role": "assistant", "content": ""})
         while True:
-            kind, value = await queue.get()
+            kind, value = await pump.queue.get()
             if kind == "delta":
                 yield delta({"content": value})
             elif kind == "error":
@@ -88,7 +101,7 @@ async def chunk_events(run: GenerationRun, ident: str, created: int, model: str,
                 yield "data: [DONE]\n\n"
                 return
     finally:
-        leaving.set()
+        pump.leaving.set()
 
 
 def _pump(run: GenerationRun, leaving: threading.Event, put) -> None:

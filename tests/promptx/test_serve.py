@@ -111,6 +111,15 @@ def test_openai_package_as_a_client(server):
         client.chat.completions.create(model="gpt-4o", messages=chat, max_tokens=4)
 
 
+def test_a_client_that_leaves_a_stream_frees_its_place(server):
+    body = {"messages": [{"role": "user", "content": "Write a long story about a ship."}], "max_tokens": 400,
+            "temperature": 0, "stream": True}
+    with httpx.stream("POST", server.url + "/v1/chat/completions", json=body, timeout=120) as response:
+        first = next(response.iter_lines())
+        assert first.startswith("data:")
+    _wait_for_queue(server, 0, headers={})                  # the decode stopped at its next token
+
+
 def test_concurrent_enhance_requests_are_neither_lost_nor_crossed(server, model_dir):
     prompts = PROMPTS + PROMPTS[::-1]             # 16 requests, each text twice
 
@@ -230,11 +239,12 @@ def test_server_killed_mid_request_is_a_backend_error(model_dir):
         process.kill()
 
 
-def _wait_for_queue(server, depth: int, timeout: float = 60) -> None:
+def _wait_for_queue(server, depth: int, timeout: float = 60, headers: dict | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        text = httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {KEY}"}).text
+        auth = {"Authorization": f"Bearer {KEY}"} if headers is None else headers
+        text = httpx.get(server.url + "/metrics", headers=auth).text
         if f"promptx_queue_depth {depth}" in text:
             return
         time.sleep(0.05)
-    raise AssertionError("the request never reached the server")
+    raise AssertionError(f"the queue never held {depth} requests")
