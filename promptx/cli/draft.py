@@ -11,6 +11,8 @@ Commands (registered into the main CLI as ``promptx draft ...``):
   low-rank stage 2; the drafter lands in ``OUT/drafter`` (EAGLE-3 layout). Copy
   it to ``promptx/drafters/<name>/`` to ship it.
 - ``eval``: tau (and speed against plain decoding) of a drafter on held-out prompts.
+- ``export``: a drafter in the layouts vLLM, SGLang and llama.cpp load
+  (``engine.speculative.export``), with their launch commands.
 
 Prompt sources: t2i = partiprompts.tsv (column Prompt) + t2i_compbench/*_train.txt;
 t2v = vbench_all_dimension.txt + vbench_all_dimension_cn.txt; i2v =
@@ -26,6 +28,7 @@ import csv
 import hashlib
 import json
 import random
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ from typing import Iterator, Sequence
 
 import click
 
+from ..errors import InvalidInputError, ModelError
 from ..profiles.registry import registry_for
 from .common import load_generator
 
@@ -501,6 +505,110 @@ def eval_(model, drafter_dir, data_dir, val_fraction, prompts_dir, n_prompts, ma
         if not quiet:
             click.echo(f"promptx draft: {task}: {json.dumps(res)}", err=True)
     _echo_json({"drafter": str(drafter_dir), "mode": "sampled" if sampled else "greedy", "tasks": report})
+
+
+# ---- export ---------------------------------------------------------------------------------------------
+_TARGET_PLACEHOLDER = "TARGET"
+
+
+def _drafter_path(ref: str) -> Path:
+    """A drafter directory, or the name of one shipped in promptx/drafters/."""
+    from ..backends.drafters import SHIPPED_DIR
+
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        return path
+    if (SHIPPED_DIR / ref / "config.json").is_file():
+        return SHIPPED_DIR / ref
+    shipped = sorted(p.name for p in SHIPPED_DIR.iterdir() if (p / "config.json").is_file()) \
+        if SHIPPED_DIR.is_dir() else []
+    raise InvalidInputError(f"no drafter directory {ref!r} and no shipped drafter of that name "
+                            f"(shipped: {', '.join(shipped) or 'none'})")
+
+
+def _source_config(directory: Path) -> dict:
+    try:
+        raw = json.loads((directory / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}                       # load_drafter says what is wrong with it
+    return raw if isinstance(raw, dict) else {}
+
+
+def launch_lines(out_dir: Path, fmt: str, target: str, k: int) -> list[str]:
+    """The commands that serve the target with the exported drafter (paths filled in, shell-quoted)."""
+    d, t = shlex.quote(str(out_dir)), shlex.quote(target)
+    spec = json.dumps({"method": "eagle3", "model": str(out_dir), "num_speculative_tokens": k}, separators=(",", ":"))
+    lines = ["vLLM:", f"  vllm serve {t} --speculative-config {shlex.quote(spec)}"]
+    if fmt == "speculators":
+        if target != _TARGET_PLACEHOLDER:      # the config names the verifier by this path
+            lines.append(f"  (or: vllm serve {d}, which serves the verifier named in its config.json)")
+        return lines + ["SGLang and llama.cpp read the flat eagle3 layout: export with --format eagle3 for them."]
+    sglang = (f"  python -m sglang.launch_server --model-path {t} --speculative-algorithm EAGLE3 "
+              f"--speculative-draft-model-path {d} --speculative-num-steps 3 --speculative-eagle-topk 4 "
+              "--speculative-num-draft-tokens 16")
+    lines += ["SGLang:", sglang, "llama.cpp:",
+              f"  python convert_hf_to_gguf.py {t} --outfile target.gguf",
+              f"  python convert_hf_to_gguf.py {d} --target-model-dir {t} --outfile draft.gguf",
+              "  llama-server -m target.gguf -md draft.gguf --spec-type draft-eagle3",
+              "  (the converter reads the tap layers from eagle_config.eagle_aux_hidden_state_layer_ids, which the "
+              "export omits; check that llama-server logs the inputs of the same layers as promptx taps: some "
+              "converter versions fall back to another model's [1, 18, 35])"]
+    return lines
+
+
+@draft.command("export")
+@click.argument("drafter_ref", metavar="DRAFTER")
+@click.option("--format", "fmt", type=click.Choice(["eagle3", "speculators"]), default="eagle3", show_default=True,
+              help="eagle3: vLLM, SGLang, llama.cpp; speculators: vLLM's newer layout.")
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Directory to write config.json and model.safetensors into.")
+@_model_option
+@click.option("--target-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="The target as a Hugging Face directory the engines load, filled into the printed commands "
+                   "(promptx models export --out DIR writes the embedded one).")
+@click.option("--num-speculative-tokens", "k", type=click.IntRange(min=1), default=3, show_default=True,
+              help="K in the vLLM command and the speculators config.")
+@click.option("--quiet", is_flag=True)
+def export(drafter_ref, fmt, out_dir, model, target_dir, k, quiet) -> None:
+    """Write DRAFTER (a directory or a shipped drafter's name) for vLLM, SGLang and llama.cpp.
+
+    The drafter is checked against the target (--model, default the embedded one) and
+    refused where the layout cannot represent it; the launch commands are printed.
+    """
+    from engine.speculative.checkpoint import DrafterLoadError, DrafterMismatchError, load_drafter
+    from engine.speculative.export import ExportError, check_declared_taps, default_taps, export_drafter
+
+    drafter_dir = _drafter_path(drafter_ref)
+    if out_dir.resolve() == drafter_dir.resolve():
+        raise InvalidInputError(f"--out {out_dir} is the drafter's own directory: choose another one")
+    source, directory, generator = load_generator(model, "float32", quiet=quiet)
+    target = generator.model
+    try:
+        check_declared_taps(_source_config(drafter_dir), target.config.num_hidden_layers)
+        drafter = load_drafter(drafter_dir, target)
+        verifier = str(target_dir.resolve()) if target_dir else source.name
+        archs = _source_config(directory).get("architectures") or ["LlamaForCausalLM"]
+        result = export_drafter(drafter, out_dir, fmt, target=target, verifier_name=verifier,
+                                verifier_architectures=archs, speculative_tokens=k)
+    except ExportError as exc:
+        raise InvalidInputError(f"cannot export {drafter_dir} as {fmt}: {exc}") from None
+    except (DrafterLoadError, DrafterMismatchError) as exc:
+        raise ModelError(f"drafter {drafter_dir}: {exc}") from None
+    out = result.directory.resolve()
+    click.echo(f"wrote {out} ({fmt}: {', '.join(result.files)}) for target {source.name}")
+    if not quiet:
+        for note in result.notes:
+            click.echo(f"note: {note}", err=True)
+    taps = list(default_taps(target.config.num_hidden_layers))
+    if target_dir is None:
+        click.echo(f"{_TARGET_PLACEHOLDER} below: the target as a Hugging Face directory "
+                   f"(promptx models export --out {_TARGET_PLACEHOLDER} writes {source.name}); the drafter reads "
+                   f"the inputs of its layers {taps}")
+    else:
+        click.echo(f"target {target_dir.resolve()}: the drafter reads the inputs of its layers {taps}")
+    target_text = str(target_dir.resolve()) if target_dir else _TARGET_PLACEHOLDER
+    for line in launch_lines(out, fmt, target_text, k):
+        click.echo(line)
 
 
 if __name__ == "__main__":  # pragma: no cover

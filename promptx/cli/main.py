@@ -224,10 +224,14 @@ def templates_show(name, templates_dir) -> None:
     click.echo(registry_for(templates_dir).get(name).model_dump_json(indent=2))
 
 
-@main.command()
+@main.group(invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True)
-def models(as_json) -> None:
-    """Show the available models and whether they are prepared in the cache."""
+@click.pass_context
+def models(ctx, as_json) -> None:
+    """Show the available models and whether they are prepared in the cache (``models export``
+    writes the prepared model out for other engines)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from ..models import cache_root, list_models
 
     rows = list_models()
@@ -246,6 +250,7 @@ def _register_subcommands() -> None:
     from .calibrate import calibrate
     from .draft import draft
     from .eval import eval_command
+    from .model_export import models_export
     from .serve import serve_command
     from .tune import tune_command
 
@@ -255,6 +260,7 @@ def _register_subcommands() -> None:
     main.add_command(draft)
     main.add_command(tune_command)
     main.add_command(serve_command)
+    models.add_command(models_export)
 
 
 _register_subcommands()
