@@ -30,6 +30,7 @@ from .quality.salvage import drop_offending_sentences
 from .request import EnhanceRequest
 from .result import EnhancedPrompt, EnhanceStats
 from .text.cleanup import clean_output
+from .text.encoder_count import counter_for
 
 DEFAULT_RETRIES = 2
 # words generated beyond a profile's max_words before stopping. The budget is counted as
@@ -46,10 +47,13 @@ class Enhancer:
                  system_prompt: str | None = None, speculative: bool = True, drafter: str | Path | None = None,
                  dtype: str | None = None, device: str | None = None, retries: int = DEFAULT_RETRIES,
                  quiet: bool = False, planner: str = "harness", base_url: str | None = None,
-                 vision: bool | None = None) -> None:
+                 vision: bool | None = None, encoder_tokenizer: str | Path | None = None) -> None:
         """``backend``: a Backend, or a name: "embedded" (default), "openai" (``base_url``, and
         ``model`` as the server's model name) or a backend of the config file
-        (``promptx.backends.choice``). A ``base_url`` alone picks "openai"."""
+        (``promptx.backends.choice``). A ``base_url`` alone picks "openai".
+        ``encoder_tokenizer``: a tokenizer (or diffusers pipeline) directory whose tokenizer
+        counts the text-encoder budget exactly (``promptx.text.encoder_count``)."""
+        self.encoder_tokenizer = encoder_tokenizer
         self._model, self._drafter, self._dtype, self._device = model, drafter, dtype, device
         self._planner = planner
         self._backend = _chosen_backend(backend, model, base_url, vision)
@@ -155,7 +159,8 @@ class Enhancer:
         """Try seeds until an output passes the assessment, else fall back; returns the result.
         With ``stream``, yields the first attempt's text deltas as they are generated."""
         if request.skip_reason:
-            return request.unchanged(request.skip_reason, fallback=False)
+            return request.unchanged(request.skip_reason, fallback=False,
+                                     stats=self._counted(EnhanceStats(), request, request.prompt))
         messages = _messages(request, self.backend)
         assessment: Assessment | None = None
         totals = _Totals()
@@ -169,11 +174,12 @@ class Enhancer:
             totals.add(output)
             text, assessment = self._postprocess(request, _joined(request.opening, output.text))
             if assessment.passed:
-                return request.result(text, totals.stats(self.backend, attempt + 1, output), assessment)
+                stats = totals.stats(self.backend, attempt + 1, output)
+                return request.result(text, self._counted(stats, request, text), assessment)
         reason = "; ".join(assessment.reasons()) if assessment else "no attempt"
+        stats = self._counted(totals.stats(self.backend, totals.attempts, None), request, request.prompt)
         return request.unchanged(f"no acceptable output after {totals.attempts} attempts: {reason}",
-                                 fallback=True, stats=totals.stats(self.backend, totals.attempts, None),
-                                 assessment=assessment)
+                                 fallback=True, stats=stats, assessment=assessment)
 
     @staticmethod
     def _options(request: EnhanceRequest, seed: int) -> GenerationOptions:
@@ -214,7 +220,8 @@ class Enhancer:
         sentences (one that talks to the user, adds a subject) passes without them."""
         budget = request.profile.length
         cleaned = clean_output(raw, fmt=request.profile.format, max_words=budget.max_words,
-                               max_encoder_tokens=budget.max_encoder_tokens, encoder=budget.encoder)
+                               max_encoder_tokens=budget.max_encoder_tokens, encoder=budget.encoder,
+                               counter=self._counter(request))
         text, assessment = cleaned.text, self._assess(request, cleaned.text)
         if not assessment.passed and request.profile.format != "tags":
             trimmed = drop_offending_sentences(text, assessment)
@@ -223,6 +230,20 @@ class Enhancer:
                 if second.passed:
                     return trimmed, second
         return text, assessment
+
+    def _counter(self, request: EnhanceRequest):
+        """What counts the profile's text-encoder tokens (None: the profile names no encoder)."""
+        budget = request.profile.length
+        if budget.encoder is None and budget.max_encoder_tokens is None:
+            return None
+        return counter_for(budget.encoder, self.encoder_tokenizer)
+
+    def _counted(self, stats: EnhanceStats, request: EnhanceRequest, text: str) -> EnhanceStats:
+        """``stats`` with the encoder-token count of the text that is returned."""
+        counter = self._counter(request)
+        if counter is not None:
+            stats.encoder_tokens, stats.encoder_counter = counter.count(text), counter.name
+        return stats
 
     @staticmethod
     def _assess(request: EnhanceRequest, text: str) -> Assessment:

@@ -22,6 +22,11 @@ class EnhanceStats(BaseModel):
         default=None, description="tokens per target forward pass (tau); None without speculation")
     backend: str = ""
     model: str = ""
+    encoder_tokens: int | None = Field(
+        default=None, description="tokens the target's text encoder makes of the text (no BOS/EOS)")
+    encoder_counter: str | None = Field(
+        default=None, description='what counted them: "clip-bpe", "tokenizer:DIR", "pipeline:tokenizer_N" or '
+                                  '"estimate"; None for a profile without an encoder')
 
 
 class EnhancedPrompt(BaseModel):

@@ -130,9 +130,12 @@ def _read_prompt(prompt: str | None) -> str:
               "openai; env PROMPTX_BASE_URL). The key comes from $PROMPTX_API_KEY.")
 @click.option("--remote-model", help="The server's model name (default: the first it lists; env PROMPTX_REMOTE_MODEL).")
 @click.option("--vision", is_flag=True, default=None, help="The remote model sees images: send i2v/i2i images to it.")
+@click.option("--encoder-tokenizer", type=click.Path(path_type=Path, exists=True),
+              help="A tokenizer or diffusers pipeline directory: count the text-encoder budget with it exactly "
+                   "(default: CLIP BPE for SDXL when open_clip_torch is installed, else an estimate).")
 def enhance(prompt, target, file, output, image, caption, model, seed, temperature, max_new_tokens, style, language,
             system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, planner, dtype,
-            backend, base_url, remote_model, vision) -> None:
+            backend, base_url, remote_model, vision, encoder_tokenizer) -> None:
     """Enhance PROMPT (or stdin with '-', or each line of --file)."""
     from ..enhancer import Enhancer
 
@@ -149,7 +152,7 @@ def enhance(prompt, target, file, output, image, caption, model, seed, temperatu
     enhancer = Enhancer(remote_model if remote else model, backend=backend, base_url=base_url, vision=vision,
                         templates_dir=templates_dir, system_prompt=system_prompt,
                         speculative=not no_speculative, drafter=drafter, planner=planner,
-                        dtype=None if dtype == "auto" else dtype)
+                        dtype=None if dtype == "auto" else dtype, encoder_tokenizer=encoder_tokenizer)
     options = dict(image=image, caption=caption, seed=seed, temperature=temperature,
                    max_new_tokens=max_new_tokens, style=style, language=language, force=force)
     if file is not None:

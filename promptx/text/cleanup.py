@@ -16,10 +16,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from promptx.errors import InvalidInputError
 from promptx.text.language import CJK_CHARS, count_words, is_cjk_char
+
+if TYPE_CHECKING:  # pragma: no cover
+    from promptx.text.encoder_count import EncoderCounter
 
 __all__ = [
     "CleanResult",
@@ -466,10 +469,12 @@ _WORDISH = re.compile(f"[{_CJK}]|[^\\W\\d_{_CJK}]+|\\d+|[^\\w\\s{_CJK}]|_")
 def estimate_encoder_tokens(text: str, encoder: str | None) -> int:
     """Estimate how many tokens a diffusion text encoder makes of ``text``.
 
-    An estimate, not a count: the CLIP/T5 tokenizers are not available offline.
-    It is biased to over-count, so a text within the estimate is within the
-    real limit. Special tokens (BOS/EOS) are not included: compare with the
-    usable length (75 for CLIP's 77, 511 for a 512-token T5).
+    An estimate, not a count, for when no tokenizer is at hand offline
+    (``promptx.text.encoder_count`` counts exactly where one is). It leans to
+    over-counting but is no guarantee: for CLIP it under-counts rare or foreign
+    short words ("quokka" is 3 tokens) and CJK text. Special tokens (BOS/EOS)
+    are not included: compare with the usable length (75 for CLIP's 77, 511
+    for a 512-token T5).
 
     - ``encoder`` starting with "clip": each letter run counts
       ceil(len / 8) (words over 8 characters count 2 or more), each digit 1
@@ -526,7 +531,12 @@ def _hard_cut(text: str, fits, *, end: str) -> str:
     return best + end
 
 
-def _fit(text: str, max_words: int, max_tokens: int | None, encoder: str | None, fmt: str):
+def _tokens(text: str, encoder: str | None, counter: EncoderCounter | None) -> int:
+    return counter.count(text) if counter is not None else estimate_encoder_tokens(text, encoder)
+
+
+def _fit(text: str, max_words: int, max_tokens: int | None, encoder: str | None, fmt: str,
+         counter: EncoderCounter | None = None):
     if max_words < 1 or (max_tokens is not None and max_tokens < 1):
         raise InvalidInputError("max_words and max_encoder_tokens must be at least 1")
     t = text.strip()
@@ -534,7 +544,7 @@ def _fit(text: str, max_words: int, max_tokens: int | None, encoder: str | None,
     def fits(s: str) -> bool:
         if count_words(s) > max_words:
             return False
-        return max_tokens is None or estimate_encoder_tokens(s, encoder) <= max_tokens
+        return max_tokens is None or _tokens(s, encoder, counter) <= max_tokens
 
     if not t or fits(t):
         return t, False
@@ -567,16 +577,19 @@ def fit_length(
     max_encoder_tokens: int | None = None,
     encoder: str | None = None,
     fmt: Format = "paragraph",
+    counter: EncoderCounter | None = None,
 ) -> str:
-    """Fit ``text`` into ``max_words`` words and ``max_encoder_tokens`` (estimated).
+    """Fit ``text`` into ``max_words`` words and ``max_encoder_tokens`` encoder tokens.
 
+    Tokens are counted by ``counter`` (``promptx.text.encoder_count``: exact CLIP BPE or a
+    local tokenizer) when given, else estimated with ``estimate_encoder_tokens(s, encoder)``.
     Keeps the longest run of whole sentences that fits (whole tags for
     ``fmt="tags"``); if not even the first sentence fits, cuts it at the last
     comma/clause boundary that fits and ends with a period; failing that, at a
     word. Text that already fits is returned stripped but otherwise unchanged.
     Never returns "" for non-empty input (at least one word survives).
     """
-    return _fit(text, max_words, max_encoder_tokens, encoder, fmt)[0]
+    return _fit(text, max_words, max_encoder_tokens, encoder, fmt, counter)[0]
 
 
 # ------------------------------------------------------------------------ chain
@@ -589,6 +602,11 @@ class CleanResult:
     text: str
     cut_repetition: bool
     truncated: bool
+    #: encoder tokens of ``text`` (no BOS/EOS), by ``encoder_counter``; None when
+    #: clean_output was given no counter, no encoder and no token budget
+    encoder_tokens: int | None = None
+    #: the counter's label: "clip-bpe", "tokenizer:DIR", "pipeline:tokenizer_3", "estimate"
+    encoder_counter: str | None = None
 
 
 def clean_output(
@@ -598,6 +616,7 @@ def clean_output(
     max_words: int,
     max_encoder_tokens: int | None = None,
     encoder: str | None = None,
+    counter: EncoderCounter | None = None,
 ) -> CleanResult:
     """strip_wrapping -> one paragraph (or tag list) -> cut_repetition ->
     dedupe tags -> tidy the ending -> fit_length.
@@ -606,6 +625,10 @@ def clean_output(
     then falls back to the original prompt (``check_output`` reports it).
     Paragraph and instruction output starts with a capital letter and ends
     with sentence punctuation; tag output has no trailing separator.
+    Encoder tokens are counted by ``counter`` when given (see ``fit_length``), else
+    estimated; the result carries the final text's count and the counter's name
+    ("estimate" for the estimate) unless there was neither a counter, an encoder nor a
+    token budget.
     """
     if fmt not in ("paragraph", "tags", "instruction"):
         raise InvalidInputError(f"unknown output format {fmt!r}; use paragraph, tags or instruction")
@@ -618,5 +641,10 @@ def clean_output(
     if fmt == "tags":
         t = dedupe_tags(t)
     t = _finish(t, fmt)
-    t, truncated = _fit(t, max_words, max_encoder_tokens, encoder, fmt)
-    return CleanResult(text=t, cut_repetition=cut, truncated=truncated)
+    t, truncated = _fit(t, max_words, max_encoder_tokens, encoder, fmt, counter)
+    tokens = name = None
+    if counter is not None or encoder is not None or max_encoder_tokens is not None:
+        tokens = _tokens(t, encoder, counter)
+        name = counter.name if counter is not None else "estimate"
+    return CleanResult(text=t, cut_repetition=cut, truncated=truncated, encoder_tokens=tokens,
+                       encoder_counter=name)

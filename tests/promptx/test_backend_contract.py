@@ -95,3 +95,17 @@ def test_enhancing_inside_an_open_stream_is_refused_not_a_hang():
             enhancer.enhance_many(["a cat"], "image")
         break
     assert enhancer.enhance("a cat on a skateboard", "image", seed=1).text.startswith("A ginger cat")
+
+
+def test_results_report_the_text_encoder_count_of_the_returned_text():
+    tags = ("ginger cat, red skateboard, quiet sunlit street, paws spread wide for balance, tail held high, "
+            "warm late afternoon light, shallow depth of field, low camera angle, soft shadows on asphalt, "
+            "crisp detailed photograph, " * 3)
+    result = Enhancer(backend=ScriptedBackend([tags]), retries=0).enhance("a cat on a skateboard", "sdxl", seed=1)
+    from promptx.text.encoder_count import counter_for
+
+    counter = counter_for("clip-l")
+    assert result.stats.encoder_counter == counter.name and result.stats.encoder_tokens == counter.count(result.text)
+    assert result.stats.encoder_tokens <= 75                     # SDXL's CLIP budget, cut by whole tags
+    video = Enhancer(backend=ScriptedBackend([FAITHFUL]), retries=0).enhance("a cat on a skateboard", "wan", seed=1)
+    assert video.stats.encoder_counter == "estimate" and video.stats.encoder_tokens > 20     # umT5: no tokenizer here
