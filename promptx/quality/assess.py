@@ -286,8 +286,8 @@ def _added_subjects(output: list[Mention], ws, licence: Licence, lex: Lexicon, *
                 break
     for m in output:
         cls = lex.salient_class(m.lemma) or _COMPOUNDS.get((ws[m.position - 1].text if m.position else "", m.lemma))
-        if not cls or m.modifier or m.depicted or m.quoted or m.lemma in added:
-            continue
+        if not cls or m.modifier or m.depicted or m.quoted or m.lemma in added or m.lemma in PICTURE_WORDS:
+            continue                     # "the whole tableau": the picture, not a group of people
         counted = m.count is not None and 1 < m.count < 10
         if not licence.allows(m.lemma, lex, plural=ws[m.position].text != m.lemma, counted=counted):
             added[m.lemma] = cls

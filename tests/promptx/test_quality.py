@@ -223,6 +223,13 @@ def test_every_label_row_validates():
                     assert ref["line"] <= len(reference_lines(ref["file"])), row["id"]
 
 
+def test_a_picture_word_in_the_output_adds_no_one():
+    profile = default_registry().get("video")
+    text = "The entire tableau exudes a quiet sense of peace around the old barn at dawn."
+    assert "added_subject" not in assess("A tranquil tableau of barn", text, profile).kinds()
+    assert "added_subject" in assess("A tranquil tableau of barn", text + " A farmer waves.", profile).kinds()
+
+
 def test_labelled_pairs_precision_and_recall_of_reject():
     rows = label_rows()
     if any("prompt_ref" in row or "output_ref" in row for row in rows) and not SHARED_DATA.is_dir():
