@@ -149,7 +149,7 @@ def _matches(given: str, other: str, lex: Lexicon) -> bool:
         return True
     if lex.salient_class(given):
         return False                     # a cat is not kept by a dog, however close
-    return lex.related(given, other)
+    return lex.related(given, other) or lex.shares_a_sense(given, other)
 
 
 def _kept_subjects(source, output, out_words, lex) -> tuple[list[str], list[Finding]]:

@@ -190,6 +190,11 @@ class Lexicon:
         """True when ``other`` names who does ``verb`` ("ski" -> "skier", "ride" -> "rider")."""
         return verb in self._derived.get(other, ())
 
+    def shares_a_sense(self, a: str, b: str) -> bool:
+        """True when some sense of ``a`` is a sense of ``b``: spelling variants and synonyms
+        outside the first senses ("drier" the appliance is "dryer")."""
+        return bool(set(self._nouns.get(a, ())) & set(self._nouns.get(b, ())))
+
     def related(self, given: str, other: str, hops: int = 2) -> bool:
         """A looser match for things (not salient entities): first senses within ``hops``
         hypernym steps of a common ancestor ("ocean" and "sea"), or one word's stem in the

@@ -230,6 +230,13 @@ def test_a_picture_word_in_the_output_adds_no_one():
     assert "added_subject" in assess("A tranquil tableau of barn", text + " A farmer waves.", profile).kinds()
 
 
+def test_a_spelling_variant_keeps_the_thing():
+    profile = default_registry().get("image")
+    text = "A white toilet stands beside a black hair dryer on a tiled counter, soft light, photograph."
+    assert "lost" not in assess("a toilet and a hair drier", text, profile).kinds()
+    assert "lost" in assess("a toilet and a hair drier", text.replace("hair dryer", "towel"), profile).kinds()
+
+
 def test_labelled_pairs_precision_and_recall_of_reject():
     rows = label_rows()
     if any("prompt_ref" in row or "output_ref" in row for row in rows) and not SHARED_DATA.is_dir():
