@@ -90,16 +90,19 @@ class Enhancer:
                 self._batcher = RequestBatcher(self.backend.generate_many)
             return self._batcher
 
-    def profile(self, target: str) -> Profile:
-        return self.registry.get(target)
+    def profile(self, target: str | Profile) -> Profile:
+        """The profile named ``target`` (or alias); a Profile is taken as it is (e.g. one whose
+        budget a diffusers pipeline narrowed)."""
+        return target if isinstance(target, Profile) else self.registry.get(target)
 
     # -- public API -------------------------------------------------------------------------
-    def enhance(self, prompt: str | None, target: str = "video", **options) -> EnhancedPrompt:
-        """Enhance one prompt. Options: see ``EnhanceRequest`` (image, caption, seed, style, ...)."""
+    def enhance(self, prompt: str | None, target: str | Profile = "video", **options) -> EnhancedPrompt:
+        """Enhance one prompt. Options: see ``EnhanceRequest`` (image, caption, seed, style, ...,
+        ``encoder_counter``: what counts the text-encoder budget, e.g. a pipeline's tokenizer)."""
         request = self._request(prompt, target, options)
         return self._run(request)
 
-    def enhance_many(self, prompts: Iterable[str], target: str = "video", *, progress: bool = False,
+    def enhance_many(self, prompts: Iterable[str], target: str | Profile = "video", *, progress: bool = False,
                      batch_size: int = 8, **options) -> list[EnhancedPrompt]:
         """Enhance several prompts with the same options, in order.
 
@@ -121,7 +124,7 @@ class Enhancer:
                     bar.update(1)
         return results
 
-    def stream(self, prompt: str | None, target: str = "video", **options) -> "EnhanceStream":
+    def stream(self, prompt: str | None, target: str | Profile = "video", **options) -> "EnhanceStream":
         """Iterate over raw text deltas as they are generated; ``.result`` holds the final prompt."""
         return EnhanceStream(self, self._request(prompt, target, options))
 
@@ -232,7 +235,10 @@ class Enhancer:
         return text, assessment
 
     def _counter(self, request: EnhanceRequest):
-        """What counts the profile's text-encoder tokens (None: the profile names no encoder)."""
+        """What counts the profile's text-encoder tokens: the request's own counter, else the
+        best for the profile's encoder (None: the profile names no encoder)."""
+        if request.encoder_counter is not None:
+            return request.encoder_counter
         budget = request.profile.length
         if budget.encoder is None and budget.max_encoder_tokens is None:
             return None

@@ -38,6 +38,7 @@ class EnhanceRequest:
     constrain: bool = True
     image: Any = None             # the caller's image input (sent to a vision backend)
     continue_answer: bool = True  # False: the backend writes whole answers (no opening)
+    encoder_counter: Any = None   # a promptx.text.encoder_count.EncoderCounter for the budget
 
     @cached_property
     def constraint(self):
@@ -67,7 +68,8 @@ class EnhanceRequest:
               seed: int | None = None, temperature: float | None = None, max_new_tokens: int | None = None,
               style: str | None = None, language: str | None = None, force: bool = False,
               speculative: bool = True, system_prompt: str | None = None,
-              constrain: bool = True, continue_answer: bool = True) -> "EnhanceRequest":
+              constrain: bool = True, continue_answer: bool = True,
+              encoder_counter=None) -> "EnhanceRequest":
         text = _check_prompt(profile, prompt, has_image=image is not None or bool(caption))
         facts = None
         if image is not None:
@@ -93,7 +95,7 @@ class EnhanceRequest:
                    temperature=profile.temperature if temperature is None else temperature,
                    max_new_tokens=max_new_tokens or profile.max_new_tokens, force=force,
                    speculative=speculative, system_prompt=system_prompt, constrain=bool(constrain),
-                   image=image, continue_answer=continue_answer)
+                   image=image, continue_answer=continue_answer, encoder_counter=encoder_counter)
 
     @property
     def skip_reason(self) -> str | None:

@@ -27,7 +27,6 @@ import html
 import importlib.util
 import json
 import re
-import sys
 import unicodedata
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -328,11 +327,9 @@ class TokenizerCounter(EncoderCounter):
             tokenizer.no_padding()
             self._count = lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
         elif callable(getattr(tokenizer, "encode", None)):
-            try:  # no "sequence longer than the model's maximum" warnings: we count, not encode
-                tokenizer.model_max_length = sys.maxsize
-            except Exception:  # noqa: BLE001 - a read-only attribute: keep its warning
-                pass
-            self._count = lambda text: len(tokenizer.encode(text, add_special_tokens=False))
+            # the caller's tokenizer is not touched (a pipeline's must keep its own max length);
+            # verbose=False: no "longer than the model's maximum" warnings, we count, not encode
+            self._count = lambda text: len(tokenizer.encode(text, add_special_tokens=False, verbose=False))
         else:
             raise InvalidInputError(f"{name}: not a tokenizer ({type(tokenizer).__name__})")
         self.tokenizer = tokenizer
@@ -372,7 +369,7 @@ def _load_json(file: Path, name: str) -> TokenizerCounter:
     return TokenizerCounter(tokenizer, name)
 
 
-def _family(encoder: str | None) -> tuple[str, ...]:
+def encoder_family(encoder: str | None) -> tuple[str, ...]:
     key = re.sub(r"[^a-z0-9]", "", (encoder or "").lower())
     for family, words in _FAMILIES:
         if key.startswith(family):
@@ -401,7 +398,7 @@ def _describe(root: Path, folder: Path, index: dict) -> str:
 def _pick_subfolder(root: Path, folders: list[Path], encoder: str | None) -> Path:
     index = _json(root / "model_index.json")
     described = {f: _describe(root, f, index) for f in folders}
-    family = _family(encoder)
+    family = encoder_family(encoder)
     for word in family:
         for folder in folders:
             if word in described[folder]:
