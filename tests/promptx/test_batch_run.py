@@ -17,7 +17,9 @@ from promptx.batch_run import ResultLog, read_rows
 from promptx.errors import InvalidInputError
 
 ROOT = Path(__file__).resolve().parents[2]
-PROMPTS = ["a red car", "a blue boat", "a green hill", "a yellow kite", "a white swan", "a black cat"]
+# more rows than one chunk of the run (8): the first chunk is on disk while the rest decode
+PROMPTS = ["a red car", "a blue boat", "a green hill", "a yellow kite", "a white swan", "a black cat",
+           "an orange lamp", "a grey whale", "a pink flower", "a brown bear"]
 
 
 def test_rows_take_their_ids_from_the_file_or_the_line(tmp_path):
