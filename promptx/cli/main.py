@@ -181,14 +181,15 @@ def _enhance_file(enhancer, file: Path, output: Path | None, target: str, option
 
     rows = read_rows(file)
     log = ResultLog(output) if output is not None else None
-    todo = len(rows) - (len(log.done & {r.id for r in rows}) if log else 0)
+    todo = sum(log is None or r.id not in log.done for r in rows)
     with click.progressbar(length=todo, label="enhancing", file=sys.stderr) as bar:
         try:
             summary = run_batch(enhancer, rows, target, options, log=log,
                                 emit=None if log else click.echo, on_row=lambda: bar.update(1))
         except KeyboardInterrupt:
             if log is not None:
-                click.echo(f"\npromptx: interrupted; {len(log.done & {r.id for r in rows})} of {len(rows)} rows are "
+                written = sum(r.id in log.done for r in rows)
+                click.echo(f"\npromptx: interrupted; {written} of {len(rows)} rows are "
                            f"in {output}: rerun the same command to resume", err=True)
             raise
     click.echo(f"promptx: {describe(summary, output)}", err=True)

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from ..errors import BackendError, ImageError, InvalidInputError, PromptxError, UnknownTargetError
 from ..images import load_image_facts
 from .chat import Pump, chat_completion, chat_request, chunk_events
-from .gate import RequestGate
+from .gate import RequestGate, error_body
 from .schemas import ChatBody, EnhanceBody
 from .state import NotReady, QueueFull, RequestTimedOut, ServerState
 
@@ -131,7 +131,7 @@ _STATUS = ((NotReady, 503, "not_ready"), (QueueFull, 429, "queue_full"), (Reques
 def _add_error_handlers(app: FastAPI) -> None:
     def answer(status: int, kind: str, message: str) -> JSONResponse:
         headers = {"Retry-After": "1"} if status in (429, 503) else None
-        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status,
+        return JSONResponse(error_body(status, kind, message), status_code=status,
                             headers=headers)
 
     for exc_type, status, kind in _STATUS:

@@ -15,6 +15,7 @@ from typing import AsyncIterator
 
 from ..backends.base import Backend, GenerationOptions, GenerationOutput, GenerationRun, Messages
 from ..errors import InvalidInputError
+from .gate import error_body
 from .schemas import ChatBody
 from .state import ServerState
 
@@ -90,8 +91,7 @@ async def chunk_events(pump: Pump, ident: str, created: int, model: str, state: 
             if kind == "delta":
                 yield delta({"content": value})
             elif kind == "error":
-                error = {"message": str(value), "type": "backend_error", "code": 500}
-                yield f"data: {json.dumps({'error': error})}\n\n"
+                yield f"data: {json.dumps(error_body(500, 'backend_error', str(value)))}\n\n"
                 return
             else:
                 state.metrics.observe_generation(value.completion_tokens, value.acceptance_length)

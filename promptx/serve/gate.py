@@ -69,9 +69,14 @@ class RequestGate:
                  answer["bytes"], seconds * 1000)
 
 
+def error_body(status: int, kind: str, message: str) -> dict:
+    """The server's one error shape (OpenAI's): ``{"error": {"message", "type", "code"}}``."""
+    return {"error": {"message": message, "type": kind, "code": status}}
+
+
 async def send_json(send, status: int, kind: str, message: str, headers: dict | None = None) -> None:
-    """An OpenAI-style error answer: ``{"error": {"message", "type", "code"}}``."""
-    body = json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode()
+    """An error answer sent straight to the ASGI channel (before the app is reached)."""
+    body = json.dumps(error_body(status, kind, message)).encode()
     extra = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
