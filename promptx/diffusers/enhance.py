@@ -73,7 +73,7 @@ def resolve_enhancer(enhancer: Enhancer | None, init: Mapping[str, Any]) -> Enha
 
 def grounding_image(image: Any) -> Any:
     """What promptx can read of a pipeline's ``image``: a PIL image, path or bytes (the first of a
-    list); None for tensors and arrays."""
+    list that is not one image per prompt); None for tensors and arrays."""
     if isinstance(image, (list, tuple)):
         return grounding_image(image[0]) if image else None
     import os
@@ -127,11 +127,15 @@ def enhance_prompts(pipe: Any, prompts: list[str | None], *, enhancer: Enhancer,
                     image: Any = None, call: Mapping[str, Any] | None = None,
                     options: Mapping[str, Any] | None = None,
                     batch: Mapping[str, Any] | None = None) -> list[EnhancedPrompt]:
-    """Each prompt enhanced for ``pipe``; several in one ``enhance_many`` (batched decode)."""
+    """Each prompt enhanced for ``pipe``; several in one ``enhance_many`` (batched decode), except
+    that a list of images, one per prompt, grounds each prompt in its own image (one by one)."""
     has_image = image is not None and not (isinstance(image, (list, tuple)) and not image)
     name = target or target_for(pipe, image=has_image)
     profile, counter = budgeted_profile(enhancer, pipe, name, call)
     options = dict(options or {})
+    if profile.wants_image and isinstance(image, (list, tuple)) and len(image) == len(prompts) > 1:
+        return [enhancer.enhance(prompt, profile, encoder_counter=counter, image=grounding_image(each), **options)
+                for prompt, each in zip(prompts, image)]
     if profile.wants_image:
         grounding = grounding_image(image)
         if grounding is not None:

@@ -1,7 +1,7 @@
 """Form findings: is the text a prompt at all, in the form its profile wants?
 
-Second person or a reader addressed, dialogue or quotes the input did not
-have, past-tense storytelling, a preamble, the wrong language, a length far
+Second person or a reader addressed, a narrator speaking in the first person,
+dialogue or quotes the input did not have, past-tense storytelling, a preamble, the wrong language, a length far
 outside the profile's budget, plus the generic failures (empty, degenerate,
 chatter, questions to the user) that ``validate`` detects.
 Not here: what the text says about the prompt's subjects (``assess``).
@@ -17,11 +17,16 @@ from promptx.text.validate import degenerate_problem, quoted_spans, talking_to_u
 from .assessment import Finding
 from .lexicon import Lexicon
 
-__all__ = ["form_findings", "LENGTH_SLACK"]
+__all__ = ["FIRST_PERSON", "form_findings", "LENGTH_SLACK"]
 
 # the length finding fires below min_words * low or above max_words * high
 LENGTH_SLACK = (0.5, 1.5)
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|you're|you'll|you've)\b", re.I)
+# "I count the hours", "a sight I've never seen", "we watch": a narrator, not a prompt
+# ("US" in capitals is a country; lower-case "us" is the narrator; "our solar system",
+# "our planet" are idioms of description, so "our" is not counted)
+FIRST_PERSON = re.compile(r"(?<![\w-])(?:I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]yself|[Ww]e|[Ww]e're|[Ww]e've|us)"
+                           r"(?![\w-])")
 _PREAMBLE = re.compile(r"^\s*(?:sure|certainly|of course|okay|ok|here is|here's|here are|prompt:|"
                        r"enhanced prompt|as requested)\b(?!-)", re.I)
 _PRONOUN = frozenset("he she they it i we".split())
@@ -46,6 +51,10 @@ def form_findings(prompt: str, text: str, *, fmt: str, language: str, min_words:
         word = _SECOND_PERSON.search(unquoted).group(0)
         found.append(Finding(kind="form", code="second_person", words=[word],
                              detail=f'the output addresses a reader ("{word}")'))
+    narrator = FIRST_PERSON.search(unquoted)
+    if narrator and not re.search(FIRST_PERSON.pattern, prompt, re.I):
+        found.append(Finding(kind="form", code="first_person", words=[narrator.group(0)],
+                             detail=f'the output speaks in the first person ("{narrator.group(0)}")'))
     new_quotes = [q for q in quoted_spans(text) if q not in prompt and _is_speech(q, text)]
     if new_quotes:
         found.append(Finding(kind="form", code="dialogue", words=new_quotes[:3],
@@ -67,12 +76,23 @@ _SPEECH_VERBS = re.compile(r"\b(?:say|says|said|saying|ask|asks|asked|shout|shou
 
 def _is_speech(quote: str, text: str) -> bool:
     """Quoted speech, not a title or sign: it ends a sentence inside the quotes, or a speech
-    verb stands right beside it."""
+    verb stands right beside it; a title ("The Amazing Spider-Man.") never is."""
+    if _title_case(quote):
+        return False
     if re.search(r"[!?.,]$", quote.strip()):
         return True
     at = text.find(quote)
     around = text[max(0, at - 40): at] + " " + text[at + len(quote): at + len(quote) + 30]
     return bool(_SPEECH_VERBS.search(around))
+
+
+_MINOR_WORDS = frozenset("a an the of and or in on at to for with by from".split())
+
+
+def _title_case(quote: str) -> bool:
+    """Every word capitalised but the small ones: a title or a sign, not a sentence."""
+    ws = re.findall(r"[^\W\d_][\w'’-]*", quote)
+    return len(ws) >= 2 and all(w[0].isupper() or w in _MINOR_WORDS for w in ws)
 
 
 def _without_quotes(text: str) -> str:
@@ -83,20 +103,31 @@ def _without_quotes(text: str) -> str:
 
 
 def _tells_past_story(text: str, lex: Lexicon) -> bool:
-    """Past-tense narration: "she walked", "he said", "it was" outnumber present forms."""
-    ws = _WORD.findall(text.lower())
+    """Past-tense narration: "she walked", "she slowly turned ... and smiled", "it was"
+    outnumber present forms. A verb counts right after a pronoun (an adverb in -ly between),
+    and after "and"/"then" once a past verb has been seen in the sentence; punctuation ends
+    a clause ("behind it, stylized waves" is no verb of "it")."""
     past = present = 0
-    for prev, word in zip([""] + ws, ws):
+    subject = seen = False            # the last word opened a clause; a past verb in this sentence
+    for word in _WORD_OR_MARK.findall(text.lower()):
         if word in _PAST_BE:
             past += 1
+            seen = True
         elif word in _PRESENT_BE:
             present += 1
-        elif prev in _PRONOUN:
-            if _is_past_form(word, lex):
-                past += 1
-            elif word.endswith("s") and lex.verb_lemma(word):
-                present += 1
+        elif subject and _is_past_form(word, lex):
+            past += 1
+            seen = True
+        elif subject and word.endswith("s") and lex.verb_lemma(word):
+            present += 1
+        elif subject and word.endswith("ly"):
+            continue                  # "she slowly turned"
+        seen = seen and word not in ".!?"
+        subject = word in _PRONOUN or (word in ("and", "then") and seen)
     return past >= 2 and past > present
+
+
+_WORD_OR_MARK = re.compile(r"[a-z]+(?:'[a-z]+)?|[.,;:!?]")
 
 
 def _is_past_form(word: str, lex: Lexicon) -> bool:

@@ -102,6 +102,12 @@ class Lexicon:
         """True for a noun lemma that is used mostly as a noun (not "run", "stop")."""
         return lemma in self._nouns and lemma in self._noun_dominant
 
+    def is_modifier_word(self, word: str) -> bool:
+        """An adjective or adverb the lexicon holds and not mostly a noun ("slender", "muddy",
+        "clear", "high")."""
+        noun = self.noun_lemma(word)
+        return word in self._other_words and (noun is None or not self.is_noun(noun))
+
     def is_verb(self, lemma: str) -> bool:
         return lemma in self._verbs
 
@@ -179,8 +185,36 @@ class Lexicon:
         if cls and cls == self._salient.get(given):     # a prompt's "band" still has musicians
             if self.lexname(given) == "noun.group":
                 return True
-            return given in self._gloss.get(other, ()) or other in self._gloss.get(given, ())
+            return (given in self._gloss.get(other, ()) or other in self._gloss.get(given, ())
+                    or self._young_of(other, a))
         return False
+
+    def _young_of(self, other: str, given_senses: tuple[int, ...]) -> bool:
+        """``other`` is the young of a kind ``given`` belongs to: "pup" ("a young dog") for a corgi."""
+        gloss = self._gloss.get(other, ())
+        if "young" not in gloss or not given_senses:
+            return False
+        above = self.ancestors(given_senses[0])
+        return any(s in above for word in gloss if word not in _TOO_GENERAL for s in self.main_senses(word))
+
+    def hops_above(self, general: str, specific: str) -> int | None:
+        """How many hypernym steps lead from ``specific``'s first sense up to ``general``'s, None
+        when it is not above it."""
+        a, b = self.main_senses(general), self.main_senses(specific)
+        if not a or not b:
+            return None
+        frontier, hops = {b[0]}, 0
+        while frontier and hops < 12:
+            if a[0] in frontier:
+                return hops
+            frontier = {p for s in frontier for p in self._hypernyms[s]}
+            hops += 1
+        return None
+
+    def more_general(self, general: str, specific: str) -> bool:
+        """``general``'s first sense is a hypernym of ``specific``'s ("fish" of "shark")."""
+        a, b = self.main_senses(general), self.main_senses(specific)
+        return bool(a and b) and a[0] not in b and a[0] in self.ancestors(b[0])
 
     def gloss_names(self, lemma: str, given) -> bool:
         """True when the gloss of ``lemma``'s first sense names one of ``given`` (content words)."""
@@ -236,6 +270,8 @@ def _plurals(lemma: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+# "a young person" (kid) is no young of a girl: these say only the class
+_TOO_GENERAL = frozenset("young person people animal organism being creature individual mammal".split())
 _GLOSS_STOPWORDS = frozenset("a an the of or and in on to for with by as at from that which who is are".split())
 _LOCK = threading.Lock()
 _INSTANCE: Lexicon | None = None

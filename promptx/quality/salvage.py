@@ -1,6 +1,6 @@
 """Keep a good prompt whose only flaw is a few sentences: drop the sentences that an
 assessment's findings point at (a sentence that adds a subject, addresses the reader,
-quotes speech or talks to the user), so one stray sentence does not cost a new attempt.
+speaks in the first person, quotes speech or talks to the user), so one stray sentence does not cost a new attempt.
 
 Not here: deciding whether the rest is good (the caller assesses it again).
 """
@@ -12,12 +12,13 @@ import re
 from promptx.text.validate import talking_to_user
 
 from .assessment import Assessment
+from .form import FIRST_PERSON
 from .lexicon import lexicon
 
 __all__ = ["drop_offending_sentences"]
 
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？])\s+")
-_DROPPABLE = frozenset({"second_person", "dialogue", "talks_to_user"})
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+_DROPPABLE = frozenset({"second_person", "first_person", "dialogue", "talks_to_user"})
 
 
 def drop_offending_sentences(text: str, assessment: Assessment) -> str:
@@ -30,8 +31,8 @@ def drop_offending_sentences(text: str, assessment: Assessment) -> str:
                                       for f in assessment.findings):
         return text
     added = {w for f in assessment.findings if f.kind == "added_subject" for w in f.words}
-    kept = [s for s in _SENTENCE_BREAK.split(text.strip()) if not _offends(s, added, codes)]
-    return " ".join(kept)
+    kept = [s.strip() for s in _SENTENCE_BREAK.split(text.strip()) if s.strip() and not _offends(s, added, codes)]
+    return re.sub(r"(?<=[。！？]) ", "", " ".join(kept))
 
 
 def _offends(sentence: str, added: set[str], codes: set[str]) -> bool:
@@ -42,5 +43,9 @@ def _offends(sentence: str, added: set[str], codes: set[str]) -> bool:
     if "dialogue" in codes and re.search(r"[\"“”]", sentence):
         return True
     if "talks_to_user" in codes and talking_to_user(sentence):
+        return True
+    if "first_person" in codes and FIRST_PERSON.search(sentence):
+        return True
+    if any(w in sentence for w in added if not w.isascii()):         # Chinese: "一只黑色的大狗"
         return True
     return any(lex.noun_lemma(w) in added for w in re.findall(r"[a-z]+", low))

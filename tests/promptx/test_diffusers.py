@@ -339,6 +339,20 @@ def test_the_wrapper_on_a_stand_in_passes_image_positionally_and_fills_the_negat
     assert "48x48 pixels, square" in backend.chats[0][-1]["content"]
 
 
+def test_one_image_per_prompt_grounds_each_prompt_in_its_own_image():
+    from PIL import Image
+
+    backend = ScriptedBackend([WAVES, WAVES])
+    pipe = stand_in("WanImageToVideoPipeline", image=True, max_sequence_length=512)(tokenizer=word_tokenizer())
+    wrapped = enhance_pipeline(pipe, enhancer=Enhancer(backend=backend, retries=0), caption="waves on a beach",
+                               seed=1)
+    photos = [Image.new("RGB", (64, 36)), Image.new("RGB", (48, 48))]
+    wrapped(photos, ["the waves roll in", "the waves roll in"], enhance_prompt=True)
+    assert "64x36 pixels" in backend.chats[0][-1]["content"]
+    assert "48x48 pixels, square" in backend.chats[1][-1]["content"]
+    assert pipe.calls[-1]["image"] is photos and len(pipe.calls[-1]["prompt"]) == 2
+
+
 def test_a_pipeline_without_negative_prompt_gets_none():
     pipe = stand_in("Flux2Pipeline", image=True, negative=False, max_sequence_length=512)()
     flux_answer = ("A ginger cat rides a red skateboard down a quiet sunlit street, its paws spread wide for "

@@ -85,6 +85,56 @@ FINDING_PAIRS = [
     ("contradiction", "count", "three apples on a table",
      "A single apple rests on a rustic wooden table in warm window light.",
      "Three shiny apples rest on a rustic wooden table in warm window light.", None),
+    ("contradiction", "count", "five candles on a birthday cake",           # adjectives between
+     "A round birthday cake topped with seven slender striped candles, flames flickering.",
+     "A round birthday cake topped with five slender striped candles, flames flickering.", None),
+    ("contradiction", "count", "a pair of red shoes on a doorstep",
+     "single red high heel shoe, stone doorstep, morning light, fashion photography",
+     "pair of red high heel shoes, stone doorstep, morning light, fashion photography", None),
+    ("lost", "lost_count", "four wine glasses on a marble counter",
+     "Several crystal wine glasses stand on a polished marble counter in warm light.",
+     "Four crystal wine glasses stand on a polished marble counter in warm light.", None),
+    ("lost", "lost_material", "a wooden sailboat on a calm lake",
+     "A sleek sailboat rests on a calm lake at dawn, its sail hanging slack in the still air.",
+     "A weathered oak sailboat rests on a calm lake at dawn, its sail hanging slack in the still air.", None),
+    ("contradiction", "material", "a wooden chair by a window",
+     "A metal chair stands by a tall window, its frame catching the afternoon light.",
+     "A pine chair stands by a tall window, its grain catching the afternoon light.", None),
+    ("lost", "lost_relation", "a cat sitting on top of a washing machine",   # "above" elsewhere keeps nothing
+     "A grey cat sits on the floor beside a washing machine. Light falls through a small window above.",
+     "A grey cat perches on a white washing machine, its tail hanging over the edge.", None),
+    ("contradiction", "relation", "a toilet on the left of a hair dryer",
+     "A chrome hair dryer hangs on the left wall. On the right side stands a white toilet.",
+     "A white toilet stands on the left of a chrome hair dryer in a tiled bathroom.", None),
+    ("added_subject", "added_animal", "a shark swimming in the ocean",        # a shark is a fish, not many
+     "A shark glides through the deep blue ocean while schools of fish scatter around it.",
+     "A shark glides through the deep blue ocean, the fish's fins cutting through the water.", None),
+    ("added_subject", "added_animal", "ocean",
+     "A vast ocean under a dramatic sky; in the distance a pod of dolphins arcs out of the swell.",
+     "A vast ocean under a dramatic sky, long swells rolling toward the horizon.", None),
+    ("added_subject", "added_animal", "老渔夫在湖边钓鱼",
+     "清晨的湖面笼罩着一层薄雾，老渔夫坐在岸边的木凳上，手握竹制鱼竿，静静注视着水面上的浮漂。一只黑色的大狗趴在他的脚边。",
+     "清晨的湖面笼罩着一层薄雾，老渔夫坐在岸边的木凳上，手握竹制鱼竿，静静注视着水面上的浮漂，一条银色的鱼跃出水面。",
+     "qwen-image"),
+    ("contradiction", "color", "a white horse galloping along a beach",       # not a plain colour word
+     "A glossy chestnut horse gallops along the wet edge of a wide sandy beach.",
+     "A glossy white horse gallops along the wet edge of a wide sandy beach.", None),
+    ("lost", "lost_subject", "a bakery window with croissants",               # "food" is too general
+     "A bakery window full of tarts, eclairs and other food under warm lights.",
+     "A bakery window full of flaky croissants and tarts under warm lights.", None),
+    ("added_subject", "added_animal", "a fat rabbit in a purple robe",
+     "A fat rabbit in a purple robe walks through an enchanted forest full of whimsical creatures.",
+     "A fat rabbit in a purple robe walks through an enchanted forest, the creature's robe trailing.", None),
+    ("lost", "lost_relation", "a girl holding a red balloon",
+     "A girl in a yellow coat stands in a park; a red balloon floats in the sky far above the trees.",
+     "A girl in a yellow coat stands in a park, a red balloon on a string in her hand.", None),
+    ("form", "past_tense", "the girl turns and smiles",
+     "The girl had been staring at the valley for a long time. Then she slowly turned toward the camera "
+     "and smiled.",
+     "The girl looks out over the valley, then slowly turns toward the camera and smiles.", None),
+    ("form", "first_person", "ocean",
+     "A vast ocean under a grey sky; I count the waves as they roll in.",
+     "A vast ocean under a grey sky, long waves rolling toward the shore, forget-me-nots on the dune.", None),
     ("form", "second_person", CAT,
      "You can see a cat sleeping on a soft sofa, its tail curled around its paws.",
      "A cat sleeps on a soft sofa, its tail curled around its paws.", None),
@@ -135,6 +185,55 @@ FAITHFUL = [
     ("portrait of a woman, red dress", "portrait of a woman, red dress, elegant pose, soft studio "
      "lighting, bokeh, 85mm lens, high detail, sharp focus, masterpiece, best quality, film grain", "sdxl"),
     ("一只猫在沙发上睡觉", CAT_CHINESE, "wan-t2v"),      # "keep": the prompt's language is fine
+    # an epithet or the young of the subject, its maker, its audience, the owner of an abstraction
+    ("a corgi playing in a park", "A cheerful corgi pup bounds across the park lawn after a ball.", None),
+    ("a bigfoot walking in a snowstorm", "A towering bigfoot trudges through the snowstorm, the "
+     "creature's fur caked with ice.", None),
+    ("a shark swimming in the ocean", "A great white shark glides through the ocean, the predator's "
+     "silhouette dark against the light.", None),
+    ("a child riding a bicycle", "A young boy pedals a small blue bicycle down a quiet lane.", None),
+    ("a cake", "A layered cake on a wooden table, the artistry of the baker shown in its sugar roses.", None),
+    ("the Parthenon at dusk", "The Parthenon glows at dusk, its marble columns a legacy that inspired "
+     "artists, poets and architects.", None),
+    ("a carved door", "A heavy oak door, carved by a master craftsman, its panels deep with vines.", None),
+    ("a blue chair", "A blue armchair in a quiet study, inviting someone to sit down.", None),
+    ("a potted plant and a backpack", "A potted plant beside a backpack; on the wall hangs a photograph "
+     "above, of two friends on a bench.", None),
+    ("a toilet in a bathroom", "A clean white toilet in a tiled bathroom, as if someone is about to use it.",
+     None),
+    ("a tall stone tower at night", "A tall stone tower at night, candlelight hinting at the tower's "
+     "mysterious inhabitant.", None),
+    ("a farm at dawn with a cow", "A cow grazes on a farm at dawn to the distant chirping of birds.", None),
+    ("Gwen Stacy reading a book", 'Gwen Stacy reads a worn copy of "The Amazing Spider-Man." by a window.', None),
+    ("I am doing my makeup in the morning", "A young woman does her makeup at a vanity in the morning light.",
+     None),
+    ("a cow running to join a herd of cows", "A cow runs across the field toward the herd, its companions "
+     "lifting their heads as it arrives.", None),
+    ("a steam train on a mountainside", "A steam train climbs the mountainside, passengers at its windows.", None),
+    ("an amusement park at night", "An amusement park at night, children and families in the glow of the "
+     "rides.", None),
+    ("a cozy cabin under the northern lights", "A log cabin glows in a snowy clearing. Overhead, the "
+     "northern lights ripple in curtains of green.", None),                 # a relation by its converse
+    ("friends hanging out at a coffee house", "Four friends sit around a table at a coffee house, laughing "
+     "over mugs of cocoa.", None),
+    ("a raccoon holding a cane", "A raccoon in a tailcoat stands upright with a slim cane in one paw. Behind "
+     "it, stylized waves and a snowy mountain fill the background in Prussian blue and muted green.", None),
+    # a verb, writing, scenery and a vehicle's own parts
+    ("a kitten playing with a string", "A kitten pauses to bat at a dangling string.", None),
+    ("a busy night market in Taipei", "A busy night market in Taipei, signs in Chinese characters over "
+     "the stalls and a row of parked scooters at the far end.", None),
+    ("a person reading on a train", "An old man reads a paperback by the window of the train carriage.", None),
+    ("a zebra and a giraffe", "A zebra and a giraffe stand side by side, two animals under a wide sky.", None),
+    # every material the prompt gives, a colour code, a pair, a subset, several nouns in colours
+    ("the glass door turned into a metal door", "A glass door slowly hardens into brushed steel.", None),
+    ("a teal teapot with a #20B2AA lid", "A teal teapot with a glossy #20B2AA lid on a white table.", None),
+    ("a pair of boots by a door", "A pair of muddy brown leather boots stands by the front door.", None),
+    ("a brown bin with a green bin on its left", "A brown bin with a green bin on its left; the brown bin "
+     "is scuffed.", None),
+    ("a heron and a turtle on a log", "A grey heron and a painted turtle share a mossy log, both animals "
+     "still in the morning light.", None),
+    ("咖啡杯上印着“Good Morning”", "一只白色陶瓷咖啡杯放在浅色木桌上，杯身印着“Good Morning”，旁边放着一个牛角面包，"
+     "杯垫上印着一只白鹤图案，清晨的阳光从窗户照进来，近景平视构图，写实摄影风格。", "qwen-image"),
 ]
 
 
@@ -159,12 +258,60 @@ def test_image_profile_judges_added_subjects_only_when_the_image_is_described():
         "added_animal": "added_subject"}
 
 
+def test_a_caption_holds_what_the_image_shows():
+    car = "A red vintage convertible parked on a coastal cliff road above the ocean."
+    prompt = "the car drives off along the coast"
+    drive = ("convertible's engine turns over and the car pulls away from the roadside, accelerating along "
+             "the winding cliff road as the ocean glitters far below. The camera pans to follow it.")
+    assert codes(prompt, "The blue " + drive, "image-to-video", context=car) == {"color": "contradiction"}
+    assert codes(prompt, "The red " + drive, "image-to-video", context=car) == {}
+    balloons = "Three hot air balloons rising above a green valley at dawn."
+    assert codes("the balloons rise higher", "Two hot air balloons climb steadily into the brightening dawn "
+                 "sky above the green valley, their burners flaring as the mist lies in the hollows below.",
+                 "image-to-video", context=balloons) == {"count": "contradiction"}
+
+
+def test_an_edit_is_held_to_the_image_only_where_it_keeps():
+    cat = "A black cat sitting on a windowsill on a sunny day."
+    assert codes("add rain on the window", "Add streaks of rain down the window glass; keep the white cat "
+                 "on the windowsill exactly as it is.", "image-to-image", context=cat) == {"color": "contradiction"}
+    assert codes("add rain on the window", "Add streaks of rain down the window glass; keep the black cat "
+                 "on the windowsill exactly as it is.", "image-to-image", context=cat) == {}
+    moon = "An astronaut in a white suit standing on a grey lunar surface under a black sky."
+    assert codes("make the ground red like mars", "Change the grey ground into rusty red soil like the surface "
+                 "of Mars. Keep the astronaut and the white suit unchanged.", "image-to-image", context=moon) == {}
+
+
+def test_an_empty_prompt_keeps_the_main_subject_of_its_image():
+    city = "an aerial view of a busy city with a bridge in the background, camera tilts down"
+    assert codes("", "The camera tilts down toward a long bridge as bright sunlight glints on the water "
+                 "below and stretches across its arches.", "image-to-video", context=city) == {"lost_subject": "lost"}
+    assert codes("", "The camera tilts down over the busy city as traffic streams across the long bridge "
+                 "and sunlight glints on the towers.", "image-to-video", context=city) == {}
+
+
+def test_an_english_caption_licenses_what_a_chinese_text_names():
+    boat = "a wooden rowboat tied to a dock on a misty lake at dawn"
+    assert codes("让画面动起来", "写实电影风格，画面中晨雾在湖面上缓缓飘移，时浓时淡。拴在码头上的木船随着细小的水波轻轻摇晃，"
+                 "缆绳一会儿绷紧一会儿松开。远处的天空慢慢泛起淡淡的橙色。镜头从码头一侧缓慢向前推进，靠近木船。",
+                 "wan-i2v", context=boat) == {}
+
+
 def test_assessment_api():
     result = assess("a red car parked on a street", "A blue car parked on a street.")
     assert isinstance(result, Assessment) and not result.passed
     assert result.kinds() == {"contradiction"} and result.kinds() <= set(KINDS)
     assert "car" in result.kept and result.reasons() == [str(f) for f in result.findings]
     assert codes(CAT, "") == {"empty": "form"}
+
+
+def test_salvage_drops_a_first_person_or_a_chinese_sentence_that_adds_a_subject():
+    text = "A vast ocean under a grey sky. I count the waves as they roll in. Long swells reach the shore."
+    salvaged = drop_offending_sentences(text, assess("ocean", text))
+    assert salvaged == "A vast ocean under a grey sky. Long swells reach the shore."
+    chinese = "老渔夫坐在岸边钓鱼。一只黑色的大狗趴在他的脚边。湖面平静。"
+    salvaged = drop_offending_sentences(chinese, assess("老渔夫在湖边钓鱼", chinese, language="keep"))
+    assert salvaged == "老渔夫坐在岸边钓鱼。湖面平静。"
 
 
 def test_salvage_drops_only_the_sentence_that_adds_a_subject():
@@ -237,10 +384,8 @@ def test_a_spelling_variant_keeps_the_thing():
     assert "lost" in assess("a toilet and a hair drier", text.replace("hair dryer", "towel"), profile).kinds()
 
 
-def test_labelled_pairs_precision_and_recall_of_reject():
-    rows = label_rows()
-    if any("prompt_ref" in row or "output_ref" in row for row in rows) and not SHARED_DATA.is_dir():
-        pytest.skip(f"reference rows need {SHARED_DATA}")
+def reject_scores(rows: list[dict]) -> tuple[float, float, float]:
+    """Precision and recall of the assessment's rejects against the labels, and accuracy."""
     tp = fp = fn = tn = 0
     for row in rows:
         result = assess(row_text(row, "prompt"), row_text(row, "output"),
@@ -250,13 +395,23 @@ def test_labelled_pairs_precision_and_recall_of_reject():
         fp += rejected and not should
         fn += should and not rejected
         tn += not rejected and not should
-    precision, recall, accuracy = tp / (tp + fp), tp / (tp + fn), (tp + tn) / len(rows)
-    print(f"\nfaithfulness labels: n={len(rows)} precision={precision:.3f} "
-          f"recall={recall:.3f} accuracy={accuracy:.3f}")
-    # measured today: precision ~0.88, recall ~0.87; the project goal of 0.9 for both is not met
-    # yet, so these floors only guard against regressions
-    assert precision >= 0.85
-    assert recall >= 0.85
+    return tp / (tp + fp), tp / (tp + fn), (tp + tn) / len(rows)
+
+
+def test_labelled_pairs_precision_and_recall_of_reject():
+    rows = label_rows()
+    if any("prompt_ref" in row or "output_ref" in row for row in rows) and not SHARED_DATA.is_dir():
+        pytest.skip(f"reference rows need {SHARED_DATA}")
+    groups = {"calibration": [r for r in rows if r["source"] != "blind"],
+              "blind": [r for r in rows if r["source"] == "blind"], "all": rows}
+    scores = {name: reject_scores(group) for name, group in groups.items()}
+    for name, (precision, recall, accuracy) in scores.items():
+        print(f"\nfaithfulness labels, {name}: n={len(groups[name])} precision={precision:.3f} "
+              f"recall={recall:.3f} accuracy={accuracy:.3f}")
+    # measured 2026-12-02: calibration 0.952 / 0.932; blind (labelled without seeing the code,
+    # 0.71 / 0.71 before the fixes it led to) 0.868 / 0.780; all 0.933 / 0.896
+    assert min(scores["calibration"][:2]) >= 0.9
+    assert scores["all"][0] >= 0.9 and scores["all"][1] >= 0.88
 
 
 def test_assessing_many_texts_in_a_row_completes():

@@ -1,0 +1,153 @@
+"""Attributes the prompt gives its subjects: colours, counts and materials.
+
+Lost ("a red car" -> "a car"), contradicted ("silver hair" -> "dark hair",
+"three apples" -> "a single apple", "a wooden sailboat" -> "a fiberglass
+sailboat"), and the same against the caption of an input image ("the red
+convertible" the image shows, called blue). Not here: whether the subjects
+themselves are kept (``assess``), spatial relations (``relations``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .assessment import Finding
+from .lexicon import Lexicon
+from .matching import matches, unique
+from .mentions import Mention, Word, color_of, mentions, same_material, words
+
+__all__ = ["attribute_findings", "caption_contradictions"]
+
+# colour families that describe the same colour
+_SAME_COLOR = [{"grey", "silver", "white"}, {"yellow", "gold"}, {"dark", "black", "brown"},
+               {"red", "pink"}, {"purple", "pink"}, {"orange", "yellow"}, {"red", "orange"}]
+
+
+def _same_family(a: set[str], b: set[str]) -> bool:
+    if a & b:
+        return True
+    return any(x in group and y in group for group in _SAME_COLOR for x in a for y in b)
+
+
+def attribute_findings(source, output, src_words, out_words, lex) -> list[Finding]:
+    """Colours and counts of the prompt's nouns: kept, or contradicted."""
+    findings: list[Finding] = []
+    text_colors = {color_of(w.text, lex) for w in out_words} - {None}
+    for m in source:
+        same = [o for o in output if o.lemma == m.lemma or matches(m.lemma, o.lemma, lex)]
+        if m.colors:
+            # every colour the prompt gives this noun ("a red apple and a green apple": both)
+            given = set().union(*(s.colors for s in source if s.lemma == m.lemma))
+            stated = [o.colors for o in same if o.colors]
+            # the same noun said again in a plain colour word: "silver hair ... her dark hair"
+            restated = [_plain_colors(out_words, o.position, lex) for o in output
+                        if o.lemma == m.lemma and not o.modifier and not _before_noun(out_words, o.position, lex)]
+            plain_given = set().union(*(_plain_colors(src_words, s.position, lex) for s in source
+                                        if s.lemma == m.lemma))
+            one = sum(s.lemma == m.lemma for s in source) == 1       # "a brown bin with a green bin": which?
+            clashing = [c for c in restated if c and one and plain_given and not _same_family(given, c)]
+            stated_families = set().union(*stated) if stated else set()
+            if clashing:        # one restatement in another colour is enough: "silver hair ... dark hair"
+                findings.append(_contradiction("color", m, sorted(clashing[0])))
+            elif (one and stated and plain_given and not _same_family(given, stated_families)
+                  and not _same_family(given, text_colors)):
+                findings.append(_contradiction("color", m, sorted(stated_families)))   # "a chestnut horse"
+            elif not stated and not _same_family(set(m.colors), text_colors):
+                findings.append(Finding(kind="lost", code="lost_color", words=[m.lemma, *sorted(m.colors)],
+                                        detail=f'the output lost the colour of "{m.lemma}" '
+                                               f'({", ".join(sorted(m.colors))})'))
+        findings += _material_findings(m, same, out_words,
+                                       frozenset().union(*(s.materials for s in source if s.lemma == m.lemma)))
+        if m.count is not None:          # "a zebra and a giraffe ... two animals" counts both
+            counts = {o.count for o in same if o.count is not None and not lex.more_general(o.lemma, m.lemma)}
+            if counts and m.count not in counts and not (m.count == 1 and counts <= {1}):
+                findings.append(_contradiction("count", m, sorted(counts)))
+            elif not counts and m.count > 1 and any(o.vague for o in same):
+                findings.append(Finding(kind="lost", code="lost_count", words=[m.lemma],
+                                        detail=f'the output lost the count of "{m.lemma}" ({m.count}: '
+                                               f'only a vague quantity is left)'))
+    return unique(findings)
+
+
+def _material_findings(m: Mention, same: list[Mention], out_words: list[Word],
+                       given: frozenset[str] | None = None) -> list[Finding]:
+    """A material the prompt gives a noun ("a wooden sailboat"): said again in another material
+    (contradiction) or nowhere in the output (lost). ``given``: every material the prompt gives
+    that noun ("the glass door turned into a metal door": either keeps it)."""
+    given = given or m.materials
+    if not given or not same:
+        return []
+    if any(same_material(g, w.text) for g in given for w in out_words):
+        return []
+    stated = set().union(*(o.materials for o in same))
+    if stated:
+        return [_contradiction("material", m, sorted(stated))]
+    return [Finding(kind="lost", code="lost_material", words=[m.lemma, *sorted(given)],
+                    detail=f'the output lost the material of "{m.lemma}" ({", ".join(sorted(given))})')]
+
+
+def caption_contradictions(context: str, source: list[Mention], text: str, lex: Lexicon, *,
+                            edit: bool) -> list[Finding]:
+    """The image's caption says "a red convertible", "three balloons", "a marble statue"; the
+    text restates that noun in another colour, count or material. An edit (``edit``) is judged
+    only where it says what to keep ("keep the white cat": the cat is black; "keep the lone
+    deer": there are two) and never on the nouns it names (it may change them)."""
+    named = {m.lemma for m in source} if edit else set()
+    sentences = [sent for sent in re.split(r"(?<=[.!?;])\s+", text)
+                 if not edit or _KEEPING.search(sent)]
+    out_words = [w for sent in sentences for w in words(sent)]
+    output = [o for sent in sentences for o in mentions(words(sent), lex)]
+    found = []
+    for c in mentions(words(context), lex):
+        if c.lemma in named or any(matches(n, c.lemma, lex) for n in named):
+            continue
+        same = [o for o in output if o.lemma == c.lemma or lex.licenses(c.lemma, o.lemma)]
+        colors = [o.colors for o in same if o.colors]
+        if c.colors and colors and not any(_same_family(set(c.colors), set(o)) for o in colors):
+            found.append(_contradiction("color", c, sorted(set().union(*colors))))
+        counts = {o.count for o in same if o.count is not None}
+        if c.count and c.count > 1 and counts and c.count not in counts:   # "keep the lone deer": two
+            found.append(_contradiction("count", c, sorted(counts)))
+        found += [f for f in _material_findings(c, same, out_words) if f.kind == "contradiction"]
+    return unique(found)
+
+
+# the sentences of an edit instruction that say what stays as it is
+_KEEPING = re.compile(r"\b(?:keep|keeps|keeping|leave|leaving|unchanged|untouched|as (?:it|they) (?:is|are)|"
+                      r"preserve|preserving|intact|the same)\b", re.I)
+
+
+# colour words that say nothing else (not "wine", "copper", "emerald": those name things too)
+_PLAIN_COLORS = frozenset("""red orange yellow green blue purple violet pink brown black white grey gray silver
+    gold golden blond blonde dark""".split())
+
+
+def _plain_colors(ws, position: int, lex: Lexicon) -> set[str]:
+    """Colour families of the plain colour words right before a noun ("her dark hair"), in its phrase."""
+    out = set()
+    for w in reversed(ws[max(0, position - 3): position]):
+        if w.phrase != ws[position].phrase or w.text in ("a", "an", "the", "and", "of", "with"):
+            break
+        if w.text in _PLAIN_COLORS:
+            out.add(color_of(w.text, lex))
+    return out - {None}
+
+
+def _before_noun(ws, position: int, lex: Lexicon) -> bool:
+    """The next word may be the head noun: "a white cake stand" describes the stand, not a cake
+    ("the blue car gleams": a verb in -s follows, the car is the head)."""
+    nxt = ws[position + 1] if position + 1 < len(ws) else None
+    if not nxt or nxt.phrase != ws[position].phrase:
+        return False
+    if not lex.noun_lemma(nxt.text) or nxt.text in _FUNCTION_WORDS:
+        return False
+    return not (nxt.text.endswith("s") and lex.verb_lemma(nxt.text))
+
+
+_FUNCTION_WORDS = frozenset("is are was were has have and or with in on at of to".split())
+
+
+def _contradiction(what: str, m: Mention, got) -> Finding:
+    want = {"color": sorted(m.colors), "material": sorted(m.materials)}.get(what, [m.count])
+    return Finding(kind="contradiction", code=what, words=[m.lemma],
+                   detail=f'the output changes the {what} of "{m.lemma}" ({want} -> {got})')

@@ -1,0 +1,42 @@
+"""Does a word of the output keep a word of the prompt?
+
+The one matching rule every check shares: the same lemma, a synonym, a more
+specific or more general term, a spelling variant, a young person for "a
+child"; for things (not people, animals or vehicles) also a near relative in
+WordNet ("ocean" and "sea"). Not here: which words to compare (``assess``,
+``attributes``, ``relations``).
+"""
+
+from __future__ import annotations
+
+from .assessment import Finding
+from .lexicon import Lexicon
+
+__all__ = ["matches", "unique"]
+
+_YOUNG_PEOPLE = frozenset("boy girl".split())
+# how far up WordNet a more general word of the output may be and still keep a prompt's thing
+_MAX_HOPS_UP = 3
+
+
+def matches(given: str, other: str, lex: Lexicon) -> bool:
+    """``other`` in the output keeps ``given`` of the prompt."""
+    if given.rstrip("s") == other.rstrip("s"):     # "shoes" is a lemma too
+        return True
+    if lex.licenses(given, other):
+        hops = lex.hops_above(other, given)        # "pastries" keeps "croissants", "food" does not
+        return hops is None or hops <= _MAX_HOPS_UP
+    if other in _YOUNG_PEOPLE and lex.salient_class(given) == "person" and lex.gloss_names(given, ("young",)):
+        return True                      # "a child" is kept by "a young boy"
+    if lex.salient_class(given):
+        return False                     # a cat is not kept by a dog, however close
+    return lex.related(given, other) or lex.shares_a_sense(given, other)
+
+
+def unique(findings: list[Finding]) -> list[Finding]:
+    seen, out = set(), []
+    for f in findings:
+        if f.detail not in seen:
+            seen.add(f.detail)
+            out.append(f)
+    return out

@@ -1,0 +1,129 @@
+"""Spatial relations of the prompt: kept, lost or swapped.
+
+"a cup to the left of a book", "a cat on top of a washing machine": the
+output keeps the relation when a word that says it stands in a sentence that
+names one of the related things; left and right must stay on their sides.
+Not here: subjects and their attributes (``assess``, ``attributes``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .assessment import Finding
+from .lexicon import Lexicon
+from .matching import matches
+from .mentions import PICTURE_WORDS, Mention, Word, words
+
+__all__ = ["relation_findings"]
+
+# spatial relations: how the prompt says it, and the words that keep it in the output
+_RELATIONS = {
+    "left": (r"\b(?:to|on|at) the left\b|\bleft of\b", ("left",)),
+    "right": (r"\b(?:to|on|at) the right\b|\bright of\b", ("right",)),
+    # a relation is kept by its converse too ("under the northern lights": "overhead, the lights")
+    "above": (r"\babove\b|\bon top of\b", ("above", "over", "top", "atop", "below", "beneath", "under")),
+    "below": (r"\b(?:below|under|beneath|underneath)\b", ("below", "under", "beneath", "underneath", "above",
+                                                          "overhead", "over")),
+    "behind": (r"\bbehind\b", ("behind", "back")),
+    "in front": (r"\bin front of\b", ("front", "before", "ahead")),
+    # actions that relate two things: kept by a word anywhere in the output (its sentences often
+    # name the holder only as "he" or "she")
+    "holding": (r"\bhold(?:s|ing)?\b", ("hold", "holds", "holding", "held", "grip", "grips", "gripping",
+                                        "clutches", "clutching", "carries", "carrying", "grasps", "grasping",
+                                        "clasps", "clasping", "cradles", "cradling", "hand", "hands", "paw",
+                                        "paws", "palm", "fingers", "lifts", "raises")),
+    "hanging": (r"\bhang(?:s|ing)?\b(?! out)|\bhung\b", ("hang", "hangs", "hanging", "hung", "dangles",
+                                                          "dangling", "suspended", "swings", "swinging")),
+    "beside": (r"\bbeside\b|\bnext to\b", ("beside", "next", "side", "alongside", "near", "left", "right")),
+}
+
+
+def relation_findings(prompt: str, text: str, source: list[Mention], out_words: list[Word],
+                       lex: Lexicon) -> list[Finding]:
+    """Spatial relations of the prompt ("a toilet on the left of a hair drier"): kept when a
+    word that says it stands in a sentence of the output that names one of its two ends
+    ("a window above" elsewhere keeps nothing); left and right must not change sides."""
+    lost, swapped = [], []
+    low = prompt.lower()
+    sentences = _sentences(text)
+    for name, (said, keep) in _RELATIONS.items():
+        hit = re.search(said, low)
+        if not hit:
+            continue
+        ends = _relation_ends(hit.start(), source, low)
+        if ends and name in ("left", "right") and _swapped(name, ends, sentences, lex):
+            swapped.append(name)
+        elif not _relation_kept(name, keep, ends, [m.lemma for m in source], sentences, out_words, lex):
+            lost.append(name)
+    out = []
+    if lost:
+        out.append(Finding(kind="lost", code="lost_relation", words=lost,
+                           detail=f'the output lost the spatial relation ({", ".join(lost)}) of the prompt'))
+    if swapped:
+        out.append(Finding(kind="contradiction", code="relation", words=swapped,
+                           detail=f'the output swaps the sides of the prompt\'s relation ({", ".join(swapped)})'))
+    return out
+
+
+def _sentences(text: str) -> list[list[Word]]:
+    """The words of each sentence (or tag list item run) of ``text``."""
+    return [ws for ws in (words(part) for part in re.split(r"(?<=[.!?;])\s+|\n+", text)) if ws]
+
+
+_ACTIONS = frozenset({"holding", "hanging"})
+
+
+def _relation_kept(name: str, keep, ends: tuple[str, str] | None, things: list[str], sentences, out_words,
+                   lex: Lexicon) -> bool:
+    """A word that keeps the relation in a sentence that names one of the prompt's things
+    ("a sheep eating flowers from behind a fence": "a pasture stretches behind the sheep")."""
+    if name == "above" and ends and _on(ends[1], out_words, lex):
+        return True
+    holding = [sent for sent in sentences if set(keep) & {w.text for w in sent}]
+    if not ends or not holding or name in _ACTIONS:
+        return bool(holding)
+    return any(_sentence_names(sent, thing, lex) for sent in holding for thing in things)
+
+
+def _relation_ends(at: int, source: list[Mention], low: str) -> tuple[str, str] | None:
+    """The nouns right before and right after a relation found at character ``at`` of the prompt."""
+    before = len(re.findall(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*|\d+", low[:at]))
+    things = [m for m in source if not m.modifier and m.lemma not in PICTURE_WORDS]
+    left = [m for m in things if m.position < before]
+    right = [m for m in things if m.position >= before]
+    if not left or not right:
+        return None
+    return left[-1].lemma, right[0].lemma
+
+
+def _swapped(name: str, ends: tuple[str, str], sentences, lex: Lexicon) -> bool:
+    """"A on the left of B" written with A on the right, and never A on the left."""
+    subject = ends[0]
+    here = _said_beside(name, ends, sentences, lex)
+    there = _said_beside("right" if name == "left" else "left", ends, sentences, lex)
+    return subject in there and subject not in here
+
+
+def _said_beside(side: str, ends: tuple[str, str], sentences, lex: Lexicon) -> set[str]:
+    """Which of ``ends`` share a sentence with the word ``side``."""
+    return {end for sent in sentences if side in {w.text for w in sent}
+            for end in ends if _sentence_names(sent, end, lex)}
+
+
+def _sentence_names(sent: list[Word], end: str, lex: Lexicon) -> bool:
+    return any(w.text in (end, end + "s", end + "es") or matches(end, lex.noun_lemma(w.text) or w.text, lex)
+               for w in sent)
+
+
+def _on(obj: str, out_words: list[Word], lex: Lexicon) -> bool:
+    """"perched on the washing machine" keeps "on top of the washing machine"."""
+    for k, w in enumerate(out_words):
+        if w.text in ("on", "onto", "upon", "atop"):
+            for nxt in out_words[k + 1: k + 5]:
+                if nxt.phrase != w.phrase:
+                    break
+                noun = lex.noun_lemma(nxt.text)
+                if noun and (noun == obj or lex.licenses(obj, noun)):
+                    return True
+    return False
