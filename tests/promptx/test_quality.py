@@ -402,14 +402,16 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     rows = label_rows()
     if any("prompt_ref" in row or "output_ref" in row for row in rows) and not SHARED_DATA.is_dir():
         pytest.skip(f"reference rows need {SHARED_DATA}")
-    groups = {"calibration": [r for r in rows if r["source"] != "blind"],
-              "blind": [r for r in rows if r["source"] == "blind"], "all": rows}
+    groups = {"calibration": [r for r in rows if not r["source"].startswith("blind")],
+              "blind": [r for r in rows if r["source"] == "blind"],
+              "blind2": [r for r in rows if r["source"] == "blind2"], "all": rows}
     scores = {name: reject_scores(group) for name, group in groups.items()}
     for name, (precision, recall, accuracy) in scores.items():
         print(f"\nfaithfulness labels, {name}: n={len(groups[name])} precision={precision:.3f} "
               f"recall={recall:.3f} accuracy={accuracy:.3f}")
-    # measured 2026-12-02: calibration 0.952 / 0.932; blind (labelled without seeing the code,
-    # 0.71 / 0.71 before the fixes it led to) 0.868 / 0.780; all 0.933 / 0.896
+    # measured 2026-12-02 (precision / recall): calibration 0.952 / 0.932; blind 0.877 / 0.847 (it
+    # was 0.71 / 0.71 before the fixes that reading it led to); blind2, measured once and never
+    # tuned on, 0.765 / 0.830; all 635 0.905 / 0.899
     assert min(scores["calibration"][:2]) >= 0.9
     assert scores["all"][0] >= 0.9 and scores["all"][1] >= 0.88
 
