@@ -32,8 +32,10 @@ from .form import form_findings
 from .lexicon import Lexicon, lexicon
 from .licensing import PERSON_PRONOUNS, Licence
 from .matching import matches
-from .mentions import PICTURE_WORDS, Mention, depicted_at, mentions, words
+from .mentions import PICTURE_WORDS, Mention, mentions
+from .presence import depicted_at
 from .relations import relation_findings
+from .words import words
 
 if TYPE_CHECKING:
     from promptx.profiles.schema import Profile

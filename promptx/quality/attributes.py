@@ -14,7 +14,9 @@ import re
 from .assessment import Finding
 from .lexicon import Lexicon
 from .matching import matches, unique
-from .mentions import Mention, Word, color_of, mentions, same_material, words
+from .materials import same_material
+from .mentions import Mention, mentions
+from .words import Word, color_of, words
 
 __all__ = ["attribute_findings", "caption_contradictions"]
 

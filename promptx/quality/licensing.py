@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from promptx.text.cleanup import STOPWORDS
 
 from .lexicon import NOT_SALIENT, Lexicon
-from .mentions import PICTURE_WORDS, words
+from .mentions import PICTURE_WORDS
+from .words import words
 
 __all__ = ["PERSON_PRONOUNS", "Licence"]
 

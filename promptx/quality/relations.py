@@ -13,7 +13,8 @@ import re
 from .assessment import Finding
 from .lexicon import Lexicon
 from .matching import matches
-from .mentions import PICTURE_WORDS, Mention, Word, words
+from .mentions import PICTURE_WORDS, Mention
+from .words import Word, words
 
 __all__ = ["relation_findings"]
 
