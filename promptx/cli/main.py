@@ -133,9 +133,15 @@ def _read_prompt(prompt: str | None) -> str:
 @click.option("--encoder-tokenizer", type=click.Path(path_type=Path, exists=True),
               help="A tokenizer or diffusers pipeline directory: count the text-encoder budget with it exactly "
                    "(default: CLIP BPE for SDXL when open_clip_torch is installed, else an estimate).")
+@click.option("--ray", "on_ray", is_flag=True, help="With --file: enhance on Ray (pip install 'promptx[ray]'), "
+              "one model per worker.")
+@click.option("--address", help="With --ray: the Ray cluster to join (e.g. auto, or ray://HOST:10001); "
+              "default: a local one.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --ray: how many workers (each loads the model once; the CPUs are shared out).")
 def enhance(prompt, target, file, output, image, caption, model, seed, temperature, max_new_tokens, style, language,
             system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, planner, dtype,
-            backend, base_url, remote_model, vision, encoder_tokenizer) -> None:
+            backend, base_url, remote_model, vision, encoder_tokenizer, on_ray, address, workers) -> None:
     """Enhance PROMPT (or stdin with '-', or each line of --file)."""
     from ..enhancer import Enhancer
 
@@ -143,6 +149,22 @@ def enhance(prompt, target, file, output, image, caption, model, seed, temperatu
         raise InvalidInputError("--file enhances the file's prompts: give no PROMPT and no --stream")
     if output is not None and file is None:
         raise InvalidInputError("--output writes a batch: use it with --file")
+    if (on_ray or address or workers != 1) and file is None:
+        raise InvalidInputError("--ray, --address and --workers enhance a batch: use them with --file")
+    if (address or workers != 1) and not on_ray:
+        raise InvalidInputError("--address and --workers are options of --ray")
+    if on_ray:
+        if backend not in (None, "embedded") or base_url or image or encoder_tokenizer or system_prompt:
+            raise InvalidInputError("--ray runs the embedded model on each worker; --backend, --base-url, --image, "
+                                    "--encoder-tokenizer and --system-prompt are not supported with it (images go "
+                                    "in the file's rows)")
+        _enhance_file_on_ray(file, output, target, address, workers,
+                             dict(model=model, dtype=None if dtype == "auto" else dtype, drafter=drafter,
+                                  templates_dir=templates_dir),
+                             dict(caption=caption, seed=seed, temperature=temperature, max_new_tokens=max_new_tokens,
+                                  style=style, language=language, force=force,
+                                  speculative=False if no_speculative else None))
+        return
     remote = backend not in (None, "embedded") or base_url is not None
     if remote and (model or drafter):
         raise InvalidInputError("--model and --drafter are for the embedded backend; name the server's model "
@@ -177,15 +199,35 @@ def enhance(prompt, target, file, output, image, caption, model, seed, temperatu
 
 def _enhance_file(enhancer, file: Path, output: Path | None, target: str, options: dict) -> None:
     """Every row of ``file``, as JSON lines on stdout or resumably into ``output``."""
-    from ..batch_run import ResultLog, describe, read_rows, run_batch
+    from ..batch_run import run_batch
+
+    _run_rows(file, output, "enhancing", lambda rows, log, emit, on_row: run_batch(
+        enhancer, rows, target, options, log=log, emit=emit, on_row=on_row))
+
+
+def _enhance_file_on_ray(file: Path, output: Path | None, target: str, address: str | None, workers: int,
+                         enhancer_options: dict, options: dict) -> None:
+    """``_enhance_file`` on Ray: the same rows, lines and resuming, one model per worker."""
+    from ..ray import enhance_file_on_ray, require_ray
+
+    require_ray()
+    chosen = {k: v for k, v in enhancer_options.items() if v}
+    _run_rows(file, output, f"enhancing on Ray ({workers} workers)", lambda rows, log, emit, on_row: enhance_file_on_ray(
+        rows, log, target, options, address=address, workers=workers, enhancer_options=chosen, emit=emit,
+        on_row=on_row))
+
+
+def _run_rows(file: Path, output: Path | None, label: str, run) -> None:
+    """Read ``file``'s rows and ``run(rows, log, emit, on_row)`` them with a progress bar; on Ctrl-C,
+    say how many rows are safe in ``output``; at the end, what was done."""
+    from ..batch_run import ResultLog, describe, read_rows
 
     rows = read_rows(file)
     log = ResultLog(output) if output is not None else None
     todo = sum(log is None or r.id not in log.done for r in rows)
-    with click.progressbar(length=todo, label="enhancing", file=sys.stderr) as bar:
+    with click.progressbar(length=todo, label=label, file=sys.stderr) as bar:
         try:
-            summary = run_batch(enhancer, rows, target, options, log=log,
-                                emit=None if log else click.echo, on_row=lambda: bar.update(1))
+            summary = run(rows, log, None if log else click.echo, lambda: bar.update(1))
         except KeyboardInterrupt:
             if log is not None:
                 written = sum(r.id in log.done for r in rows)

@@ -8,13 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from promptx.batch_run import ResultLog, read_rows
 from promptx.errors import InvalidInputError
+from tests.promptx.runs import output_rows, run_until
 
 ROOT = Path(__file__).resolve().parents[2]
 # more rows than one chunk of the run (8): the first chunk is on disk while the rest decode
@@ -54,23 +54,6 @@ def _command(inp: Path, out: Path) -> list[str]:
             "--temperature", "0", "--seed", "0", "--max-new-tokens", "24", "--dtype", "float32"]
 
 
-def _rows(out: Path) -> list[dict]:
-    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-
-
-def _run_until(command: list[str], out: Path, lines: int, sig: int) -> subprocess.CompletedProcess:
-    """Start the command, send ``sig`` once ``out`` holds ``lines`` lines, return how it ended."""
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and process.poll() is None:
-        if out.exists() and out.read_text(encoding="utf-8").count("\n") >= lines:
-            process.send_signal(sig)
-            break
-        time.sleep(0.1)
-    stdout, stderr = process.communicate(timeout=600)
-    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
 def test_a_run_stopped_halfway_resumes_without_losing_or_repeating_a_row(model_dir, tmp_path, sig):
@@ -78,23 +61,23 @@ def test_a_run_stopped_halfway_resumes_without_losing_or_repeating_a_row(model_d
     inp.write_text("".join(json.dumps({"id": f"p{i}", "prompt": p}) + "\n" for i, p in enumerate(PROMPTS)))
     inp.write_text(inp.read_text() + '{"id": "bad", "prompt": "a cat", "target": "no-such-target"}\n')
     command = _command(inp, out)
-    stopped = _run_until(command, out, 1, sig)
+    stopped = run_until(command, out, 1, sig)
     assert stopped.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 130), stopped.stderr
     if sig == signal.SIGINT:
         assert "rerun the same command to resume" in stopped.stderr and "Traceback" not in stopped.stderr
-    before = _rows(out)
+    before = output_rows(out)
     assert 1 <= len(before) < len(PROMPTS) + 1
     finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert finished.returncode == 0, finished.stderr
     assert f"{len(before)} already done" in finished.stderr
-    after = _rows(out)
+    after = output_rows(out)
     assert after[: len(before)] == before                           # what was written stays as it was
     assert sorted(r["id"] for r in after) == sorted([f"p{i}" for i in range(len(PROMPTS))] + ["bad"])
     by_id = {r["id"]: r for r in after}
     assert all(by_id[f"p{i}"]["original_prompt"] == p for i, p in enumerate(PROMPTS))
     assert by_id["bad"]["error"]["type"] == "UnknownTargetError"
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and _rows(out) == after and f"{len(after)} already done" in again.stderr
+    assert again.returncode == 0 and output_rows(out) == after and f"{len(after)} already done" in again.stderr
 
 
 def test_output_needs_a_file(tmp_path):
