@@ -130,13 +130,13 @@ def start_quietly_at_full_priority() -> None:
 
 
 def _quiet_ray_data(ray) -> None:
-    """The command line shows its own progress bar: no Ray Data bars or INFO lines beside it."""
+    """The command line shows its own progress bar: no Ray Data bars or notes beside it."""
     import logging
 
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
 
 
 def enhance_file_on_ray(rows: Iterable[BatchRow], log: ResultLog | None, target: str, options: Mapping[str, Any], *,

@@ -212,7 +212,7 @@ def _enhance_file_on_ray(file: Path, output: Path | None, target: str, address: 
 
     require_ray()
     chosen = {k: v for k, v in enhancer_options.items() if v}
-    _run_rows(file, output, f"enhancing on Ray ({workers} workers)", lambda rows, log, emit, on_row: enhance_file_on_ray(
+    _run_rows(file, output, f"enhancing on Ray ({workers} worker{'s' if workers > 1 else ''})", lambda rows, log, emit, on_row: enhance_file_on_ray(
         rows, log, target, options, address=address, workers=workers, enhancer_options=chosen, emit=emit,
         on_row=on_row))
 

@@ -13,7 +13,7 @@ MATERIALS = {
     "wood": "wood wooden timber oak oaken pine walnut mahogany teak cedar birch maple driftwood plywood",
     "metal": "metal metallic iron wrought-iron cast-iron steel stainless bronze brass copper tin aluminum "
              "aluminium chrome chromed pewter",
-    "stone": "stone marble granite limestone sandstone slate cobblestone concrete",
+    "stone": "stone marble granite limestone sandstone slate cobblestone cobbled cobble concrete",
     "glass": "glass crystal",
     "plastic": "plastic acrylic vinyl",
     "fiberglass": "fiberglass fibreglass",
