@@ -81,7 +81,7 @@ def _material_findings(m: Mention, same: list[Mention], out_words: list[Word],
         return []
     if any(same_material(g, w.text) for g in given for w in out_words):
         return []
-    stated = set().union(*(o.materials for o in same))
+    stated = set().union(*(o.materials for o in same if not o.modifier))   # "an iron street lamp": the lamp's
     if stated:
         return [_contradiction("material", m, sorted(stated))]
     return [Finding(kind="lost", code="lost_material", words=[m.lemma, *sorted(given)],
