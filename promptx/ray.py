@@ -112,14 +112,15 @@ def enhance_dataset(ds, target: str = "video", *, workers: int = 1, cpus_per_wor
         raise InvalidInputError("workers and batch_size must be >= 1")
     if prompt_column not in ds.columns():
         raise InvalidInputError(f"the dataset has no {prompt_column!r} column (columns: {ds.columns()})")
-    cpus = cpus_per_worker or max(1, int(ray.cluster_resources().get("CPU", os.cpu_count() or 1)) // workers)
+    total = ray.cluster_resources().get("CPU") if ray.is_initialized() else None   # else Ray starts locally
+    cpus = cpus_per_worker or max(1, int(total or os.cpu_count() or 1) // workers)
     enhancer_options = {"quiet": True, **dict(enhancer_options or {})}
     return ds.map_batches(EnhanceWorker, fn_constructor_kwargs=dict(target=target, options=options,
                                                                     enhancer_options=enhancer_options,
                                                                     prompt_column=prompt_column),
                           batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=workers),
                           num_cpus=cpus, num_gpus=gpus_per_worker,
-                          batch_format="numpy", runtime_env={"env_vars": {"OMP_NUM_THREADS": str(int(cpus))}})
+                          batch_format="numpy", runtime_env={"env_vars": {"OMP_NUM_THREADS": str(max(1, int(cpus)))}})
 
 
 def start_quietly_at_full_priority() -> None:
