@@ -116,9 +116,7 @@ class Licence:
                      and not noun and not lex.noun_lemma(ws[i + 1].text))      # "Gwen Stacy"
             unknown = unknown or named or (not lex.knows(w.text) and w.text not in STOPWORDS and len(w.text) > 2)
         first_person = any(w.text in FIRST_PERSON for w in ws)
-        has_subject = first_person or any(lex.salient_class(g) in ("person", "animal", "creature")
-                          or lex.salient_class(g) is None and lex.lexname(g) in _LIVING and g not in NOT_SALIENT
-                          for g in given if lex.noun_lemma(g) == g)
+        has_subject = first_person or any(_living(g, lex) for g in given if lex.noun_lemma(g) == g)
         plural = {lex.noun_lemma(w.text) for w in ws if lex.noun_lemma(w.text) != w.text}
         singular = {w.text for w in ws if lex.noun_lemma(w.text) == w.text} - plural
         return cls(frozenset(given), frozenset(activities), bool(given & PEOPLE_PLACES),
@@ -129,8 +127,7 @@ class Licence:
         people = [g for g in self.given if lex.salient_class(g) == "person"]
         if not people:
             return self.first_person
-        return not any(g in GENDERED or any(lex.licenses(x, g) for x in GENDERED)
-                                        for g in people)
+        return not any(g in GENDERED or any(lex.licenses(x, g) for x in GENDERED) for g in people)
 
     def allows(self, lemma: str, lex: Lexicon, *, plural: bool = False, counted: bool = False) -> bool:
         """True when an output may name ``lemma`` (a salient noun lemma); ``counted``: with a
@@ -190,3 +187,11 @@ class Licence:
         if cls == "vehicle" and self.traffic_place:
             return plural or lemma in BACKGROUND_TRAFFIC
         return False
+
+
+def _living(lemma: str, lex: Lexicon) -> bool:
+    """A person, animal or creature, listed as salient or only filed so by WordNet ("a bigfoot")."""
+    cls = lex.salient_class(lemma)
+    if cls is not None:
+        return cls in ("person", "animal", "creature")
+    return lex.lexname(lemma) in _LIVING and lemma not in NOT_SALIENT
