@@ -13,13 +13,12 @@ Resumable: items whose id is already in a shard are skipped; JSONL records are
 flushed one line at a time (a torn last line is ignored on reading), ``.pt``
 shards are written atomically every ``shard_size`` records.
 
-Generation: ``generate_batch`` decodes several prompts at once (per-row
-positions and key masks; the shared prefix of each prompt is prefilled once
-and reused through ``PrefixCache``); each row samples with
-``engine.decode.sampling.pick_token`` and its own seeded generator, stops with its
-own ``StopChecker``, and so follows ``decode_autoregressive`` (identical up to
-floating-point rounding). ``reference=True`` runs ``decode_autoregressive``
-itself, one prompt at a time.
+Generation: ``generate_batch`` decodes several prompts at once through the
+engine's batched decoder (``engine.speculative.batch`` with a budget-0 tree:
+plain decoding, per-row positions, key masks, seeds and stop rules), so each
+row follows ``decode_autoregressive`` (identical up to floating-point
+rounding). ``reference=True`` runs ``decode_autoregressive`` itself, one
+prompt at a time.
 """
 
 from __future__ import annotations
@@ -35,10 +34,11 @@ from typing import Iterable, Iterator, Sequence
 import torch
 
 from ..decode.autoregressive import decode_autoregressive
-from ..decode.sampling import SamplingParams, make_generator, pick_token
+from ..decode.sampling import SamplingParams
 from ..decode.stopping import StopChecker
 from ..progress import progress_bar
-from .ttt import PrefixCache
+from ..speculative.batch import decode_speculative_batch
+from ..speculative.loop import FixedTree, TreeConfig
 
 FORMATS = ("jsonl", "pt")
 META_FILE = "dataset.json"
@@ -264,73 +264,19 @@ def generate_reference(model, item: GenerationItem, eos_ids: Sequence[int]) -> t
     return tokens, stop.finish_reason or "length"
 
 
-@torch.inference_mode()
-def generate_batch(model, items: Sequence[GenerationItem], eos_ids: Sequence[int],
-                   prefix_cache: PrefixCache | None = None) -> list[tuple[list[int], str]]:
-    """Decode the items together; per item (tokens incl. the EOS it stopped on, finish reason).
-
-    Cache layout per row: [its prefix | pad] [pad | its suffix] [generated...]; pads are
-    masked out of every row's keys and positions follow each row's own tokens.
-    """
-    b = len(items)
-    device = model.lm_head.weight.device
+def generate_batch(model, items: Sequence[GenerationItem], eos_ids: Sequence[int]) -> list[tuple[list[int], str]]:
+    """Decode the items together with the engine's batched decoder (plain: a budget-0 tree);
+    per item (tokens incl. the EOS it stopped on, finish reason)."""
     prompts = [list(it.prompt_ids) for it in items]
     if any(not p for p in prompts):
         raise ValueError("every item needs a non-empty prompt")
-    prefixes = [min(it.prefix_len, len(p) - 1) if prefix_cache is not None else 0 for it, p in zip(items, prompts)]
-    suffixes = [p[n:] for p, n in zip(prompts, prefixes)]
-    pmax, smax = max(prefixes), max(len(s) for s in suffixes)
-    budget = max(it.params.max_new_tokens for it in items)
-    cache = model.new_cache(pmax + smax + budget + 1, batch=b)
-    valid = torch.zeros(b, cache.capacity, dtype=torch.bool, device=device)
-    tokens = torch.zeros(b, smax, dtype=torch.long, device=device)
-    positions = torch.zeros(b, smax, dtype=torch.long, device=device)
-    for row, (n, suffix) in enumerate(zip(prefixes, suffixes)):
-        if n:
-            prefix_cache.load_into(cache, row, prefix_cache.get(prompts[row][:n]))
-            valid[row, :n] = True
-        pad = smax - len(suffix)
-        tokens[row, pad:] = torch.tensor(suffix, device=device)
-        positions[row, pad:] = torch.arange(n, n + len(suffix), device=device)
-        valid[row, pmax + pad: pmax + smax] = True
-    mask = valid[:, None, : pmax + smax].repeat(1, smax, 1)                          # [B, smax, S]
-    mask[:, :, pmax:] &= torch.ones(smax, smax, dtype=torch.bool, device=device).tril()
-    mask[:, :, pmax:] |= torch.eye(smax, dtype=torch.bool, device=device)           # pads see themselves
-    cache.commit(pmax)
-    logits = model(tokens, cache, positions=positions, mask=mask[:, None], logits_at=slice(-1, None)).logits[:, -1]
-    cache.commit(smax)
-
-    next_pos = [n + len(s) for n, s in zip(prefixes, suffixes)]
     stops = [_RecordingStop(eos_ids, it.params.max_new_tokens) for it in items]
-    generators = [make_generator(it.params.seed) for it in items]
     produced: list[list[int]] = [[] for _ in items]
-    active = list(range(b))
-    if any(stop.done for stop in stops):                                              # max_new_tokens == 0
-        active = [r for r in active if not stops[r].done]
-        logits = logits[active]
-        cache.k, cache.v, valid = cache.k[:, active], cache.v[:, active], valid[active]
-    while active:
-        chosen = []
-        for ci, row in enumerate(active):
-            token = pick_token(logits[ci], stops[row].tokens, items[row].params, generators[row])
-            stops[row].accept(token)
-            produced[row].append(token)
-            chosen.append(token)
-        keep = [ci for ci, row in enumerate(active) if not stops[row].done]
-        if not keep:
-            break
-        if len(keep) < len(active):
-            cache.k, cache.v, valid = cache.k[:, keep], cache.v[:, keep], valid[keep]
-            active, chosen = [active[ci] for ci in keep], [chosen[ci] for ci in keep]
-        slot = cache.length
-        valid[:, slot] = True
-        step = torch.tensor(chosen, device=device)[:, None]
-        pos = torch.tensor([next_pos[row] for row in active], device=device)[:, None]
-        logits = model(step, cache, positions=pos, mask=valid[:, None, None, : slot + 1]).logits[:, -1]
-        cache.commit(1)
-        for row in active:
-            next_pos[row] += 1
-    return [(produced[r], stops[r].finish_reason or "length") for r in range(b)]
+    for index, tokens in decode_speculative_batch(model, None, prompts, [it.params for it in items], stops,
+                                                  planner=FixedTree(TreeConfig(budget=0))):
+        produced[index].extend(tokens)
+    return [(tokens + ([stop.eos_token] if stop.eos_token is not None else []), stop.finish_reason or "length")
+            for tokens, stop in zip(produced, stops)]
 
 
 @dataclass
@@ -360,7 +306,8 @@ def _record(item: GenerationItem, response: list[int], finish: str) -> Record:
 
 
 def _windows(items: list[GenerationItem], batch_size: int, window: int) -> Iterator[list[GenerationItem]]:
-    """Batches in item order, regrouped inside windows so that items sharing a prefix decode together."""
+    """Batches in item order, regrouped inside windows so that items of one prefix and similar length
+    decode together (less left padding)."""
     for begin in range(0, len(items), window):
         chunk = sorted(items[begin: begin + window],
                        key=lambda it: (tuple(it.prompt_ids[: it.prefix_len]), len(it.prompt_ids)))
@@ -370,14 +317,13 @@ def _windows(items: list[GenerationItem], batch_size: int, window: int) -> Itera
 
 def generate_dataset(model, items: Iterable[GenerationItem], out_dir: str | Path, *, eos_ids: Sequence[int],
                      batch_size: int = 16, shard_size: int = 256, fmt: str = "jsonl", meta: dict | None = None,
-                     reference: bool = False, window: int = 128, prefix_entries: int = 8,
+                     reference: bool = False, window: int = 128,
                      progress: bool = True) -> GenerationSummary:
     """Generate the target's responses for the items not yet stored in ``out_dir``.
 
     Pending items are taken ``window`` at a time in their given order (round-robin over tasks
-    from ``promptx draft generate-data``) and sorted by shared prefix inside the window only, so
-    each distinct prefix is prefilled about once per window and a run stopped early is
-    unbalanced by at most one window.
+    from ``promptx draft generate-data``) and sorted by prefix and length inside the window only,
+    so a run stopped early is unbalanced by at most one window.
     """
     from ..speculative.checkpoint import target_fingerprint
 
@@ -391,7 +337,6 @@ def generate_dataset(model, items: Iterable[GenerationItem], out_dir: str | Path
                       "eos_ids": list(eos_ids), **(meta or {})})
     pending = [it for it in items if it.id not in store.done]
     summary.skipped = len(items) - len(pending)
-    prefix_cache = PrefixCache(model, prefix_entries)
     bar = progress_bar(len(items), enabled=progress, desc="generate", initial=summary.skipped, unit="prompt")
     started = time.perf_counter()
     try:
@@ -401,7 +346,7 @@ def generate_dataset(model, items: Iterable[GenerationItem], out_dir: str | Path
             if reference:
                 results = [generate_reference(model, batch[0], eos_ids)]
             else:
-                results = generate_batch(model, batch, eos_ids, prefix_cache)
+                results = generate_batch(model, batch, eos_ids)
             for item, (response, finish) in zip(batch, results):
                 store.append(_record(item, response, finish))
                 summary.generated += 1

@@ -235,7 +235,7 @@ def items_for(n: int = 2, greedy: bool = True, max_new: int = 12, prefix: int = 
 @pytest.mark.parametrize("greedy", [True, False])
 def test_batched_generation_matches_the_reference_decoder(target, greedy):
     items = items_for(3, greedy=greedy)
-    batched = generate_batch(target, items, (), PrefixCache(target))
+    batched = generate_batch(target, items, ())
     for item, (tokens, finish) in zip(items, batched):
         ref, ref_finish = generate_reference(target, item, ())
         assert tokens == ref and finish == ref_finish == "length"
@@ -245,7 +245,7 @@ def test_batched_generation_stops_rows_on_eos(target):
     items = items_for(3, greedy=True, max_new=12)
     ref = [generate_reference(target, it, ())[0] for it in items]
     eos = ref[1][4]                                             # make row 1 stop at its 5th token
-    batched = generate_batch(target, items, (eos,), PrefixCache(target))
+    batched = generate_batch(target, items, (eos,))
     for item, (tokens, finish) in zip(items, batched):
         expect, expect_finish = generate_reference(target, item, (eos,))
         assert tokens == expect and finish == expect_finish
