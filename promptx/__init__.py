@@ -17,7 +17,7 @@ from .errors import (BackendError, ImageError, InvalidInputError, ModelError, Mo
 __version__ = "0.1.0"
 
 __all__ = [
-    "enhance", "Enhancer", "EnhancedPrompt", "EnhanceStats", "list_targets",
+    "enhance", "Enhancer", "EnhanceOptions", "EnhancedPrompt", "EnhanceStats", "list_targets",
     "PromptxError", "InvalidInputError", "PromptTooLongError", "ImageError", "UnknownTargetError",
     "TemplateError", "ModelError", "ModelNotFoundError", "BackendError", "__version__",
 ]
@@ -26,6 +26,7 @@ _LAZY = {
     "enhance": ("promptx.api", "enhance"),
     "list_targets": ("promptx.api", "list_targets"),
     "Enhancer": ("promptx.enhancer", "Enhancer"),
+    "EnhanceOptions": ("promptx.options", "EnhanceOptions"),
     "EnhancedPrompt": ("promptx.result", "EnhancedPrompt"),
     "EnhanceStats": ("promptx.result", "EnhanceStats"),
 }
@@ -33,6 +34,7 @@ _LAZY = {
 if TYPE_CHECKING:  # pragma: no cover
     from .api import enhance, list_targets
     from .enhancer import Enhancer
+    from .options import EnhanceOptions
     from .result import EnhancedPrompt, EnhanceStats
 
 

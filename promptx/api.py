@@ -16,31 +16,25 @@ _shared: dict[tuple, Enhancer] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_enhancer(model: str | Path | None = None, templates_dir: str | Path | None = None,
-                    speculative: bool = True) -> Enhancer:
-    key = (str(model) if model is not None else None, str(templates_dir) if templates_dir else None,
-           speculative)
+def shared_enhancer(model: str | Path | None = None, templates_dir: str | Path | None = None) -> Enhancer:
+    key = (str(model) if model is not None else None, str(templates_dir) if templates_dir else None)
     with _shared_lock:
         if key not in _shared:
-            _shared[key] = Enhancer(model, templates_dir=templates_dir, speculative=speculative)
+            _shared[key] = Enhancer(model, templates_dir=templates_dir)
         return _shared[key]
 
 
-def enhance(prompt: str | None, target: str = "video", *, image=None, caption: str | None = None,
-            model: str | Path | None = None, seed: int | None = None, temperature: float | None = None,
-            max_new_tokens: int | None = None, style: str | None = None, language: str | None = None,
-            force: bool = False, speculative: bool = True, system_prompt: str | None = None,
-            templates_dir: str | Path | None = None) -> EnhancedPrompt:
+def enhance(prompt: str | None, target: str = "video", *, model: str | Path | None = None,
+            templates_dir: str | Path | None = None, **options) -> EnhancedPrompt:
     """Enhance ``prompt`` for ``target`` (a profile name or alias such as "video", "wan", "flux").
 
-    ``image`` (path, bytes or PIL image) and ``caption`` ground image-to-video and
-    image-to-image targets. ``seed`` makes the output reproducible. On failure the
-    original prompt comes back with ``fallback=True`` and the ``reason``.
+    ``options`` are the fields of ``promptx.options.EnhanceOptions``: ``image`` (path, bytes
+    or PIL image) and ``caption`` ground image-to-video and image-to-image targets, ``seed``
+    makes the output reproducible, then temperature, max_new_tokens, style, language, force,
+    speculative, system_prompt. On failure the original prompt comes back with
+    ``fallback=True`` and the ``reason``.
     """
-    enhancer = shared_enhancer(model, templates_dir, speculative)
-    return enhancer.enhance(prompt, target, image=image, caption=caption, seed=seed, temperature=temperature,
-                            max_new_tokens=max_new_tokens, style=style, language=language, force=force,
-                            system_prompt=system_prompt)
+    return shared_enhancer(model, templates_dir).enhance(prompt, target, **options)
 
 
 def list_targets(templates_dir: str | Path | None = None) -> list[str]:

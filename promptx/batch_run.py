@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import InvalidInputError, UnknownTargetError
+from .options import EnhanceOptions
 from .prompt_files import PromptSpec, read_prompt_file
 
 DEFAULT_CHUNK = 8
@@ -96,7 +97,9 @@ def run_batch(enhancer, rows: list[BatchRow], target: str, options: dict, *, log
               emit: Callable[[str], None] | None = None, on_row: Callable[[], None] | None = None,
               chunk: int = DEFAULT_CHUNK) -> BatchSummary:
     """Enhance the rows not yet in ``log``, ``chunk`` at a time (decoded together where the
-    backend batches), writing each chunk's lines to ``log`` and/or ``emit`` in input order."""
+    backend batches), writing each chunk's lines to ``log`` and/or ``emit`` in input order.
+    A wrong option fails here, before any row (not as an error line in every row)."""
+    EnhanceOptions.of(options)
     summary = BatchSummary()
     todo = [row for row in rows if log is None or row.id not in log.done]
     summary.skipped = len(rows) - len(todo)

@@ -27,6 +27,7 @@ from .profiles.render import render_messages
 from .profiles.schema import Profile, count_words
 from .quality import Assessment, assess
 from .quality.salvage import drop_offending_sentences
+from .options import EnhanceOptions
 from .request import EnhanceRequest
 from .result import EnhancedPrompt, EnhanceStats
 from .text.cleanup import clean_output
@@ -97,8 +98,8 @@ class Enhancer:
 
     # -- public API -------------------------------------------------------------------------
     def enhance(self, prompt: str | None, target: str | Profile = "video", **options) -> EnhancedPrompt:
-        """Enhance one prompt. Options: see ``EnhanceRequest`` (image, caption, seed, style, ...,
-        ``encoder_counter``: what counts the text-encoder budget, e.g. a pipeline's tokenizer)."""
+        """Enhance one prompt. Options: the fields of ``promptx.options.EnhanceOptions`` (image,
+        caption, seed, temperature, max_new_tokens, style, language, force, ...)."""
         request = self._request(prompt, target, options)
         return self._run(request)
 
@@ -129,13 +130,13 @@ class Enhancer:
         return EnhanceStream(self, self._request(prompt, target, options))
 
     # -- internals ------------------------------------------------------------------------------
-    def _request(self, prompt, target, options) -> EnhanceRequest:
+    def _request(self, prompt, target, options: dict) -> EnhanceRequest:
         profile = self.profile(target)
-        options.setdefault("speculative", self.speculative)
-        options.setdefault("system_prompt", self.system_prompt)
+        checked = EnhanceOptions.of(options).with_defaults(speculative=self.speculative,
+                                                           system_prompt=self.system_prompt)
         # the embedded backend (loaded later) continues answers
         continues = self._backend.continues_answers if self._backend is not None else True
-        return EnhanceRequest.build(profile, prompt, continue_answer=continues, **options)
+        return EnhanceRequest.build(profile, prompt, checked, continue_answer=continues)
 
     def _first_attempts(self, requests: list[EnhanceRequest], seeds: list[list[int]]) -> list[GenerationOutput | None]:
         """The first attempt of every request in one batched decode, where the backend batches."""

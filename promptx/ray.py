@@ -23,6 +23,7 @@ from typing import Any
 
 from .batch_run import BatchRow, BatchSummary, ResultLog, run_batch
 from .errors import InvalidInputError
+from .options import EnhanceOptions
 from .prompt_files import PromptSpec
 
 __all__ = ["EnhanceWorker", "enhance_dataset", "enhance_file_on_ray", "require_ray", "start_quietly_at_full_priority"]
@@ -105,9 +106,10 @@ def enhance_dataset(ds, target: str = "video", *, workers: int = 1, cpus_per_wor
     ``workers`` actors, each with ``cpus_per_worker`` CPUs (default: the cluster's CPUs
     shared out) and ``gpus_per_worker`` GPUs, build ``Enhancer(**enhancer_options)`` once
     (``model``, ``dtype``, ``drafter``, ``retries``, ...; the embedded model by default) and
-    decode ``batch_size`` rows together. ``options`` are ``Enhancer.enhance``'s (seed,
-    temperature, style, ...)."""
+    decode ``batch_size`` rows together. ``options`` are ``promptx.options.EnhanceOptions``'s
+    (seed, temperature, style, ...)."""
     ray = require_ray()
+    EnhanceOptions.of(options)            # a wrong option fails here, not in every row
     if workers < 1 or batch_size < 1:
         raise InvalidInputError("workers and batch_size must be >= 1")
     if prompt_column not in ds.columns():

@@ -1,8 +1,10 @@
 """One checked enhance request: the caller's input and options resolved against a profile.
 
-Validates the prompt (type, emptiness), loads image facts, decides the
-language, seeds and whether the prompt is long enough to pass through
-unchanged, and builds result objects. No generation happens here.
+Validates the prompt (type, emptiness) and what of the options depends on the
+profile (style), loads image facts, decides the language, seeds and whether
+the prompt is long enough to pass through unchanged, and builds result
+objects. No generation happens here; the options themselves are checked in
+``promptx.options``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from .errors import InvalidInputError
+from .options import EnhanceOptions
 from .profiles.schema import Profile, count_words
 from .result import EnhancedPrompt, EnhanceStats
 from .text.language import detect_language
@@ -64,38 +67,30 @@ class EnhanceRequest:
         return text[:1].upper() + text[1:]
 
     @classmethod
-    def build(cls, profile: Profile, prompt: Any, *, image=None, caption: str | None = None,
-              seed: int | None = None, temperature: float | None = None, max_new_tokens: int | None = None,
-              style: str | None = None, language: str | None = None, force: bool = False,
-              speculative: bool = True, system_prompt: str | None = None,
-              constrain: bool = True, continue_answer: bool = True,
-              encoder_counter=None) -> "EnhanceRequest":
-        text = _check_prompt(profile, prompt, has_image=image is not None or bool(caption))
+    def build(cls, profile: Profile, prompt: Any, options: EnhanceOptions | None = None, *,
+              continue_answer: bool = True) -> "EnhanceRequest":
+        """The request for ``prompt`` with ``options`` (checked already) resolved against ``profile``."""
+        o = options or EnhanceOptions()
+        text = _check_prompt(profile, prompt, has_image=o.image is not None or bool(o.caption))
         facts = None
-        if image is not None:
+        if o.image is not None:
             from .images import load_image_facts
 
-            facts = load_image_facts(image).describe()
-        if caption is not None and not isinstance(caption, str):
-            raise InvalidInputError("caption must be a string")
-        if style is not None and style not in profile.styles:
-            raise InvalidInputError(f"unknown style {style!r} for {profile.name}; "
+            facts = load_image_facts(o.image).describe()
+        if o.style is not None and o.style not in profile.styles:
+            raise InvalidInputError(f"unknown style {o.style!r} for {profile.name}; "
                                     f"choose from: {', '.join(sorted(profile.styles)) or 'none'}")
-        if temperature is not None and not 0 <= temperature <= 2:
-            raise InvalidInputError("temperature must be between 0 and 2")
-        if max_new_tokens is not None and not 1 <= max_new_tokens <= 4096:
-            raise InvalidInputError("max_new_tokens must be between 1 and 4096")
-        if seed is not None and (not isinstance(seed, int) or seed < 0):
-            raise InvalidInputError("seed must be a non-negative integer")
-        wants_english = _wants_english(profile, language)
+        wants_english = _wants_english(profile, o.language)
         source_lang = detect_language(text) if text else "en"
-        return cls(profile=profile, prompt=text, image_facts=facts, caption=caption.strip() if caption else None,
-                   style=style or profile.default_style, language="en" if wants_english else (language or source_lang),
-                   wants_english=wants_english, seed=seed,
-                   temperature=profile.temperature if temperature is None else temperature,
-                   max_new_tokens=max_new_tokens or profile.max_new_tokens, force=force,
-                   speculative=speculative, system_prompt=system_prompt, constrain=bool(constrain),
-                   image=image, continue_answer=continue_answer, encoder_counter=encoder_counter)
+        return cls(profile=profile, prompt=text, image_facts=facts, caption=o.caption.strip() if o.caption else None,
+                   style=o.style or profile.default_style,
+                   language="en" if wants_english else (o.language or source_lang),
+                   wants_english=wants_english, seed=o.seed,
+                   temperature=profile.temperature if o.temperature is None else o.temperature,
+                   max_new_tokens=o.max_new_tokens or profile.max_new_tokens, force=o.force,
+                   speculative=o.speculative is not False, system_prompt=o.system_prompt,
+                   constrain=bool(o.constrain), image=o.image, continue_answer=continue_answer,
+                   encoder_counter=o.encoder_counter)
 
     @property
     def skip_reason(self) -> str | None:

@@ -206,6 +206,7 @@ def build_items(tokenizer, registry, per_task: dict[str, list[PromptSpec]], *, l
 
     from ..errors import PromptxError
     from ..profiles.render import render_messages
+    from ..options import EnhanceOptions
     from ..request import EnhanceRequest
 
     profiles = {task: [p for p in registry.profiles() if p.task == task] for task in TASKS}
@@ -223,8 +224,8 @@ def build_items(tokenizer, registry, per_task: dict[str, list[PromptSpec]], *, l
         sample_seed = rng.randrange(2**31)
         image = _image_for(f"{spec.prompt}|{spec.caption}") if spec.image else None
         try:
-            request = EnhanceRequest.build(profile, spec.prompt, image=image, caption=spec.caption, style=style,
-                                           seed=sample_seed)
+            request = EnhanceRequest.build(profile, spec.prompt, EnhanceOptions(image=image, caption=spec.caption,
+                                                                                style=style, seed=sample_seed))
             if request.skip_reason:
                 continue
             messages = render_messages(request.profile, request.prompt, image_facts=request.image_facts,

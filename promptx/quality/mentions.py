@@ -24,7 +24,8 @@ __all__ = ["GROUP_WORDS", "PICTURE_WORDS", "Mention", "mentions"]
 PICTURE_WORDS = frozenset("""photo photograph picture image shot scene video clip footage view frame
     still camera lens style background foreground closeup close-up angle render painting drawing
     illustration art artwork portrait landscape wallpaper time lapse timelapse motion quality detail
-    light lighting color colour side top front bottom left right middle center centre home tableau""".split())
+    light lighting color colour side top front bottom left right middle center centre home tableau
+    backdrop""".split())
 # quantities without a number: "several glasses" keeps the glasses but not "four"
 _VAGUE_COUNTS = frozenset("several many some few numerous multiple countless various dozens".split())
 # "motion that suits the scene": after these a word ending in -s is a verb

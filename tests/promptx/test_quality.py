@@ -377,6 +377,14 @@ def test_a_picture_word_in_the_output_adds_no_one():
     assert "added_subject" in assess("A tranquil tableau of barn", text + " A farmer waves.", profile).kinds()
 
 
+def test_a_picture_word_of_the_prompt_need_not_be_kept():
+    profile = default_registry().get("video")
+    prompt = "an old red barn against the backdrop of the countryside"
+    kept = "An old red barn stands weathered amid rolling countryside fields under a pale sky."
+    assert "lost" not in assess(prompt, kept, profile).kinds()
+    assert "lost" in assess(prompt, "An old red shed stands amid rolling countryside fields.", profile).kinds()
+
+
 def test_a_spelling_variant_keeps_the_thing():
     profile = default_registry().get("image")
     text = "A white toilet stands beside a black hair dryer on a tiled counter, soft light, photograph."

@@ -1,0 +1,78 @@
+"""The per-call options of an enhancement, named and checked in one place.
+
+``EnhanceOptions`` is what ``promptx.enhance``, ``Enhancer.enhance`` /
+``enhance_many`` / ``stream``, the CLI, ``promptx serve``, batch files, Ray and
+the diffusers wrapper pass on: every option is a field here, checked once
+(types and ranges that need no profile), and an unknown option is an
+``InvalidInputError`` naming the known ones. Not here: what depends on the
+target profile (a style's name, the profile's default temperature and budget:
+``promptx.request``), generation settings for a backend
+(``promptx.backends.base.GenerationOptions``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Mapping
+
+from .errors import InvalidInputError
+
+
+@dataclass(frozen=True)
+class EnhanceOptions:
+    image: Any = None                 # path, bytes or PIL image grounding i2v / i2i targets
+    caption: str | None = None        # what the image shows, in words
+    seed: int | None = None           # makes the output reproducible
+    temperature: float | None = None  # None: the profile's
+    max_new_tokens: int | None = None  # None: the profile's
+    style: str | None = None          # one of the profile's styles
+    language: str | None = None       # "en", "keep" or a language code; None: the profile's policy
+    force: bool = False               # enhance even a prompt long enough to pass through
+    speculative: bool | None = None   # None: the Enhancer's setting
+    system_prompt: str | None = None  # replaces the profile's system prompt
+    constrain: bool = True            # the decoding constraint that keeps the subject
+    encoder_counter: Any = None       # counts the text-encoder budget (e.g. a pipeline's tokenizer)
+
+    def __post_init__(self) -> None:
+        if self.caption is not None and not isinstance(self.caption, str):
+            raise InvalidInputError("caption must be a string")
+        if self.temperature is not None and not (_is_number(self.temperature) and 0 <= self.temperature <= 2):
+            raise InvalidInputError("temperature must be between 0 and 2")
+        if self.max_new_tokens is not None and not (_is_int(self.max_new_tokens) and 1 <= self.max_new_tokens <= 4096):
+            raise InvalidInputError("max_new_tokens must be between 1 and 4096")
+        if self.seed is not None and not (_is_int(self.seed) and self.seed >= 0):
+            raise InvalidInputError("seed must be a non-negative integer")
+        if self.style is not None and not isinstance(self.style, str):
+            raise InvalidInputError("style must be a string")
+        if self.system_prompt is not None and not isinstance(self.system_prompt, str):
+            raise InvalidInputError("system_prompt must be a string")
+
+    @classmethod
+    def of(cls, options: "EnhanceOptions | Mapping[str, Any] | None" = None, **more: Any) -> "EnhanceOptions":
+        """Options from keyword arguments (and/or an EnhanceOptions); unknown names are refused."""
+        if isinstance(options, EnhanceOptions):
+            return replace(options, **_known(more)) if more else options
+        return cls(**_known({**dict(options or {}), **more}))
+
+    def with_defaults(self, **defaults: Any) -> "EnhanceOptions":
+        """These options with each of ``defaults`` filled in where the caller left it None."""
+        return replace(self, **{k: v for k, v in _known(defaults).items() if getattr(self, k) is None})
+
+
+NAMES = tuple(f.name for f in fields(EnhanceOptions))
+
+
+def _known(options: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(options) - set(NAMES))
+    if unknown:
+        raise InvalidInputError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                                f"the options are: {', '.join(NAMES)}")
+    return dict(options)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -1,0 +1,53 @@
+"""EnhanceOptions: every per-call option checked in one place, before any model loads."""
+
+import pytest
+
+from promptx import EnhanceOptions, Enhancer
+from promptx.batch_run import run_batch
+from promptx.errors import InvalidInputError
+from promptx.profiles.registry import default_registry
+from promptx.request import EnhanceRequest
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"colour": "red"}, "unknown option 'colour'; the options are: image, caption, seed"),
+    ({"temperature": "hot"}, "temperature must be between 0 and 2"),
+    ({"temperature": 2.5}, "temperature must be between 0 and 2"),
+    ({"max_new_tokens": 0}, "max_new_tokens must be between 1 and 4096"),
+    ({"max_new_tokens": 12.5}, "max_new_tokens must be between 1 and 4096"),
+    ({"seed": -1}, "seed must be a non-negative integer"),
+    ({"seed": True}, "seed must be a non-negative integer"),
+    ({"caption": 7}, "caption must be a string"),
+    ({"style": ["cinematic"]}, "style must be a string"),
+])
+def test_bad_options_are_typed_errors_before_the_model_loads(options, message):
+    enhancer = Enhancer(quiet=True)
+    with pytest.raises(InvalidInputError) as raised:
+        enhancer.enhance("a cat", "video", **options)
+    assert message in str(raised.value)
+    assert enhancer._backend is None                       # refused before loading anything
+
+
+def test_a_batch_run_with_a_wrong_option_writes_no_row():
+    lines = []
+    with pytest.raises(InvalidInputError, match="unknown option 'sede'"):
+        run_batch(Enhancer(quiet=True), [], "video", {"sede": 3}, log=None, emit=lines.append)
+    assert lines == []
+
+
+def test_defaults_fill_only_what_the_caller_left_open():
+    options = EnhanceOptions.of({"seed": 3}, speculative=False)
+    filled = options.with_defaults(speculative=True, system_prompt="Be brief.")
+    assert (filled.seed, filled.speculative, filled.system_prompt) == (3, False, "Be brief.")
+    assert EnhanceOptions.of(filled) is filled
+    assert EnhanceOptions.of(filled, seed=4).seed == 4
+
+
+def test_the_request_resolves_open_options_from_the_profile():
+    profile = default_registry().get("wan")
+    request = EnhanceRequest.build(profile, "  a cat   on a mat ", EnhanceOptions(seed=5))
+    assert request.prompt == "a cat on a mat"
+    assert (request.temperature, request.max_new_tokens) == (profile.temperature, profile.max_new_tokens)
+    assert request.seed == 5 and request.speculative is True
+    fixed = EnhanceRequest.build(profile, "a cat", EnhanceOptions(temperature=0.0, max_new_tokens=12, speculative=False))
+    assert (fixed.temperature, fixed.max_new_tokens, fixed.speculative) == (0.0, 12, False)
