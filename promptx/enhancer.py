@@ -165,21 +165,20 @@ class Enhancer:
         if request.skip_reason:
             return request.unchanged(request.skip_reason, fallback=False,
                                      stats=self._counted(EnhanceStats(), request, request.prompt))
-        messages = _messages(request, self.backend)
         assessment: Assessment | None = None
         totals = _Totals()
-        for attempt, seed in enumerate(seeds or request.seeds(self.retries)):
+        for attempt, (req, seed) in enumerate(_plan(request, seeds or request.seeds(self.retries))):
             if attempt == 0 and first is not None:
                 output = first
             elif attempt == 0 and stream:
-                output = yield from self._streamed(messages, request, seed)
+                output = yield from self._streamed(_messages(req, self.backend), req, seed)
             else:
-                output = self.generate(messages, self._options(request, seed))
+                output = self.generate(_messages(req, self.backend), self._options(req, seed))
             totals.add(output)
-            text, assessment = self._postprocess(request, _joined(request.opening, output.text))
+            text, assessment = self._postprocess(req, _joined(req.opening, output.text))
             if assessment.passed:
                 stats = totals.stats(self.backend, attempt + 1, output)
-                return request.result(text, self._counted(stats, request, text), assessment)
+                return req.result(text, self._counted(stats, req, text), assessment)
         reason = "; ".join(assessment.reasons()) if assessment else "no attempt"
         stats = self._counted(totals.stats(self.backend, totals.attempts, None), request, request.prompt)
         return request.unchanged(f"no acceptable output after {totals.attempts} attempts: {reason}",
@@ -225,7 +224,7 @@ class Enhancer:
         budget = request.profile.length
         cleaned = clean_output(raw, fmt=request.profile.format, max_words=budget.max_words,
                                max_encoder_tokens=budget.max_encoder_tokens, encoder=budget.encoder,
-                               counter=self._counter(request))
+                               counter=self._counter(request), keep_start=request.opening)
         text, assessment = cleaned.text, self._assess(request, cleaned.text)
         if not assessment.passed and request.profile.format != "tags":
             trimmed = drop_offending_sentences(text, assessment)
@@ -276,6 +275,14 @@ def _chosen_backend(backend: Backend | str | None, model, base_url: str | None,
         return None
     return remote_backend(backend, base_url=base_url, model=str(model) if model is not None else None,
                           vision=vision)
+
+
+def _plan(request: EnhanceRequest, seeds: list[int]) -> list[tuple[EnhanceRequest, int]]:
+    """The attempts: the request once per seed; then, where retries are allowed and it applies,
+    a last one that opens the answer with the user's own words (``EnhanceRequest.opened``)."""
+    plan = [(request, seed) for seed in seeds]
+    opened = request.opened() if len(seeds) > 1 else None
+    return plan + [(opened, seeds[-1] + 1)] if opened is not None else plan
 
 
 def _messages(request: EnhanceRequest, backend: Backend):

@@ -10,7 +10,7 @@ objects. No generation happens here; the options themselves are checked in
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -98,6 +98,16 @@ class EnhanceRequest:
             return None
         return (f"the prompt already has {count_words(self.prompt)} words (more than "
                 f"{self.profile.enhance_threshold_words}); pass force=True to enhance it anyway")
+
+    def opened(self) -> "EnhanceRequest | None":
+        """This request with the answer opened by the user's own words: the last attempt, which
+        keeps the subject where free attempts lost it. None where the profile opens answers
+        already, where no opening applies (tags, a translation, a backend that writes whole
+        answers) and for prompts under three words (the model would continue the word itself)."""
+        if self.profile.opening == "prompt" or count_words(self.prompt) < 3:
+            return None
+        opened = replace(self, profile=self.profile.model_copy(update={"opening": "prompt"}))
+        return opened if opened.opening else None
 
     def seeds(self, retries: int) -> list[int]:
         """The seed of each attempt: the caller's seed, then its successors."""

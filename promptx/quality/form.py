@@ -61,7 +61,7 @@ def form_findings(prompt: str, text: str, *, fmt: str, language: str, min_words:
                              detail=f'the output quotes text the prompt did not have ("{new_quotes[0]}")'))
     if _PREAMBLE.match(text):
         found.append(Finding(kind="form", code="preamble", detail="the output starts with a preamble"))
-    if fmt != "tags" and _tells_past_story(unquoted, lex):
+    if fmt != "tags" and _tells_past_story(unquoted, prompt, lex):
         found.append(Finding(kind="form", code="past_tense",
                              detail="the output tells a story in the past tense"))
     found += _language_findings(prompt, text, language)
@@ -102,11 +102,20 @@ def _without_quotes(text: str) -> str:
     return out
 
 
-def _tells_past_story(text: str, lex: Lexicon) -> bool:
-    """Past-tense narration: "she walked", "she slowly turned ... and smiled", "it was"
-    outnumber present forms. A verb counts right after a pronoun (an adverb in -ly between),
-    and after "and"/"then" once a past verb has been seen in the sentence; punctuation ends
-    a clause ("behind it, stylized waves" is no verb of "it")."""
+def _tells_past_story(text: str, prompt: str, lex: Lexicon) -> bool:
+    """Past-tense narration beyond the prompt's own: the output's past forms, less as many as
+    the prompt has ("the lampposts were adorned" licenses its "were"), are two or more and
+    outnumber its present forms."""
+    past, present = _tense_counts(text, lex)
+    past -= _tense_counts(prompt, lex)[0]
+    return past >= 2 and past > present
+
+
+def _tense_counts(text: str, lex: Lexicon) -> tuple[int, int]:
+    """(past, present) verb forms: "she walked", "she slowly turned ... and smiled", "it was";
+    "is", "she walks". A verb counts right after a pronoun (an adverb in -ly between), and
+    after "and"/"then" once a past verb has been seen in the sentence; punctuation ends a
+    clause ("behind it, stylized waves" is no verb of "it")."""
     past = present = 0
     subject = seen = False            # the last word opened a clause; a past verb in this sentence
     for word in _WORD_OR_MARK.findall(text.lower()):
@@ -124,7 +133,7 @@ def _tells_past_story(text: str, lex: Lexicon) -> bool:
             continue                  # "she slowly turned"
         seen = seen and word not in ".!?"
         subject = word in _PRONOUN or (word in ("and", "then") and seen)
-    return past >= 2 and past > present
+    return past, present
 
 
 _WORD_OR_MARK = re.compile(r"[a-z]+(?:'[a-z]+)?|[.,;:!?]")

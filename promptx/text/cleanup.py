@@ -609,6 +609,15 @@ class CleanResult:
     encoder_counter: str | None = None
 
 
+def _strip_after(start: str, raw: str) -> str:
+    """``strip_wrapping`` of what follows ``start`` when ``raw`` begins with it, else of all."""
+    if not start or not raw.startswith(start):
+        return strip_wrapping(raw)
+    rest = raw[len(start):]
+    stripped = strip_wrapping(rest)
+    return start + (" " if rest[:1].isspace() and stripped else "") + stripped
+
+
 def clean_output(
     raw: str,
     *,
@@ -617,6 +626,7 @@ def clean_output(
     max_encoder_tokens: int | None = None,
     encoder: str | None = None,
     counter: EncoderCounter | None = None,
+    keep_start: str = "",
 ) -> CleanResult:
     """strip_wrapping -> one paragraph (or tag list) -> cut_repetition ->
     dedupe tags -> tidy the ending -> fit_length.
@@ -628,11 +638,12 @@ def clean_output(
     Encoder tokens are counted by ``counter`` when given (see ``fit_length``), else
     estimated; the result carries the final text's count and the counter's name
     ("estimate" for the estimate) unless there was neither a counter, an encoder nor a
-    token budget.
+    token budget. ``keep_start``: where ``raw`` starts with it (the user's own words that
+    opened the answer), it is never taken for a preamble ("Pixel art version: ...").
     """
     if fmt not in ("paragraph", "tags", "instruction"):
         raise InvalidInputError(f"unknown output format {fmt!r}; use paragraph, tags or instruction")
-    t = strip_wrapping(raw)
+    t = _strip_after(keep_start, raw)
     if fmt == "tags":
         t = ", ".join(ln.strip() for ln in t.splitlines() if ln.strip())
     else:

@@ -62,9 +62,30 @@ def test_a_subclass_is_all_a_new_backend_needs():
 
 def test_a_rejected_output_is_retried_then_falls_back_with_the_finding():
     backend = ScriptedBackend([INVENTED, INVENTED])
-    result = Enhancer(backend=backend, retries=1).enhance("a cat on a skateboard", "image", seed=1)
-    assert result.fallback and result.text == "a cat on a skateboard"
+    result = Enhancer(backend=backend, retries=1).enhance("a cat", "image", seed=1)
+    assert result.fallback and result.text == "a cat"
     assert "dog" in result.reason and result.stats.attempts == 2
+
+
+CONTINUED = ("rolls down a quiet sunlit street, paws spread wide for balance and tail held high. Warm late "
+             "afternoon light, shallow depth of field, a low camera angle, crisp detailed photograph.")
+
+
+def test_after_the_retries_a_last_attempt_opens_the_answer_with_the_users_words():
+    backend = ScriptedBackend([INVENTED, INVENTED, CONTINUED])
+    result = Enhancer(backend=backend, retries=1).enhance("a cat on a skateboard", "image", seed=1)
+    assert not result.fallback and result.stats.attempts == 3
+    assert result.text.startswith("A cat on a skateboard rolls down a quiet sunlit street")
+    assert [chat[-1]["role"] for chat in backend.chats[:2]] == ["user", "user"]     # the free attempts
+    assert backend.chats[2][-1] == {"role": "assistant", "content": "A cat on a skateboard"}
+
+
+def test_no_opened_attempt_without_a_retry_or_for_a_prompt_under_three_words():
+    backend = ScriptedBackend([INVENTED])
+    assert Enhancer(backend=backend, retries=0).enhance("a cat on a skateboard", "image", seed=1).fallback
+    backend = ScriptedBackend([INVENTED.replace("skateboard", "mat"), INVENTED.replace("skateboard", "mat")])
+    assert Enhancer(backend=backend, retries=1).enhance("a cat", "image", seed=1).fallback
+    assert [chat[-1]["role"] for chat in backend.chats] == ["user", "user"]
 
 
 def test_enhance_many_runs_one_by_one_on_a_backend_that_does_not_batch():

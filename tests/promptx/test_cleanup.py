@@ -335,6 +335,16 @@ def test_clean_output_on_a_greedy_loop_with_preamble_and_quotes():
     )
 
 
+def test_the_users_opening_words_are_never_a_preamble():
+    raw = "Pixel art version: the three men sit by the fire. Keep the lake. I hope this helps!"
+    kept = clean_output(raw, fmt="instruction", max_words=60, keep_start="Pixel art version")
+    assert kept.text == "Pixel art version: the three men sit by the fire. Keep the lake."
+    assert clean_output(raw, fmt="instruction", max_words=60).text == "The three men sit by the fire. Keep the lake."
+    assert clean_output("Make it snow", fmt="instruction", max_words=60, keep_start="Make it snow").text == "Make it snow."
+    other = clean_output("Here is the instruction: Add snow.", fmt="instruction", max_words=60, keep_start="Make it snow")
+    assert other.text == "Add snow."                       # not the opening: cleaned as usual
+
+
 def test_clean_output_flattens_markdown_into_one_finished_paragraph():
     raw = "**Enhanced Prompt:**\n\n- a cat on a skateboard\n- neon lights, rain\n\nHope this helps!"
     result = clean_output(raw, fmt="paragraph", max_words=200)

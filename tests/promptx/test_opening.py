@@ -28,6 +28,18 @@ def test_no_opening_for_tags_a_translation_or_a_profile_that_lets_the_model_star
     assert EnhanceRequest.build(default_registry().get("video"), "a cat").opening == ""
 
 
+def test_the_opened_last_attempt_applies_where_an_opening_can():
+    video = default_registry().get("video")
+    opened = EnhanceRequest.build(video, "a cat on a skateboard").opened()
+    assert opened.opening == "A cat on a skateboard" and opened.profile.name == "video"
+    assert EnhanceRequest.build(video, "a cat").opened() is None                        # under three words
+    assert EnhanceRequest.build(default_registry().get("sdxl"), "a cat on a skateboard").opened() is None
+    assert EnhanceRequest.build(video, "一只猫在滑板上玩耍").opened() is None             # answered in English
+    assert EnhanceRequest.build(opening_profile(), "a cat on a skateboard").opened() is None   # opened already
+    remote = EnhanceRequest.build(video, "a cat on a skateboard", continue_answer=False)
+    assert remote.opened() is None
+
+
 def test_the_continuation_joins_its_opening_with_a_space_only_where_a_word_follows():
     assert _joined("A cat", " rides a board.") == "A cat rides a board."
     assert _joined("A cat", ", tail up, rides.") == "A cat, tail up, rides."

@@ -377,6 +377,16 @@ def test_a_picture_word_in_the_output_adds_no_one():
     assert "added_subject" in assess("A tranquil tableau of barn", text + " A farmer waves.", profile).kinds()
 
 
+def test_the_prompts_own_past_tense_is_no_story():
+    profile = default_registry().get("image")
+    prompt = "the lampposts were adorned with Art Deco motifs, their shapes and frosted glass glowing"
+    text = (f"{prompt[:1].upper()}{prompt[1:]}. Soft light from a window falls across the facades, and the "
+            "frosted glass glows against a calm blue sky in clear contrast.")
+    assert "form" not in assess(prompt, text, profile).kinds()
+    story = text + " Then they faded and the street was dark."
+    assert "the output tells a story in the past tense" in assess(prompt, story, profile).reasons()
+
+
 def test_a_picture_word_of_the_prompt_need_not_be_kept():
     profile = default_registry().get("video")
     prompt = "an old red barn against the backdrop of the countryside"
