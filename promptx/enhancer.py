@@ -22,12 +22,12 @@ from typing import Generator, Iterable, Iterator, Sequence
 from .backends.base import Backend, GenerationOptions, GenerationOutput
 from .backends.batcher import RequestBatcher
 from .errors import InvalidInputError
+from .options import EnhanceOptions
 from .profiles.registry import registry_for
 from .profiles.render import render_messages
 from .profiles.schema import Profile, count_words
 from .quality import Assessment, assess
 from .quality.salvage import drop_offending_sentences
-from .options import EnhanceOptions
 from .request import EnhanceRequest
 from .result import EnhancedPrompt, EnhanceStats
 from .text.cleanup import clean_output
@@ -165,15 +165,17 @@ class Enhancer:
         if request.skip_reason:
             return request.unchanged(request.skip_reason, fallback=False,
                                      stats=self._counted(EnhanceStats(), request, request.prompt))
+        messages = _messages(request, self.backend)
         assessment: Assessment | None = None
         totals = _Totals()
         for attempt, (req, seed) in enumerate(_plan(request, seeds or request.seeds(self.retries))):
+            chat = messages if req is request else _messages(req, self.backend)
             if attempt == 0 and first is not None:
                 output = first
             elif attempt == 0 and stream:
-                output = yield from self._streamed(_messages(req, self.backend), req, seed)
+                output = yield from self._streamed(chat, req, seed)
             else:
-                output = self.generate(_messages(req, self.backend), self._options(req, seed))
+                output = self.generate(chat, self._options(req, seed))
             totals.add(output)
             text, assessment = self._postprocess(req, _joined(req.opening, output.text))
             if assessment.passed:

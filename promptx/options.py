@@ -48,11 +48,9 @@ class EnhanceOptions:
             raise InvalidInputError("system_prompt must be a string")
 
     @classmethod
-    def of(cls, options: "EnhanceOptions | Mapping[str, Any] | None" = None, **more: Any) -> "EnhanceOptions":
-        """Options from keyword arguments (and/or an EnhanceOptions); unknown names are refused."""
-        if isinstance(options, EnhanceOptions):
-            return replace(options, **_known(more)) if more else options
-        return cls(**_known({**dict(options or {}), **more}))
+    def of(cls, options: Mapping[str, Any]) -> "EnhanceOptions":
+        """Options from a mapping of keyword arguments; unknown names are refused."""
+        return cls(**_known(options))
 
     def with_defaults(self, **defaults: Any) -> "EnhanceOptions":
         """These options with each of ``defaults`` filled in where the caller left it None."""

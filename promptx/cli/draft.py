@@ -205,8 +205,8 @@ def build_items(tokenizer, registry, per_task: dict[str, list[PromptSpec]], *, l
     from engine.training.data import GenerationItem
 
     from ..errors import PromptxError
-    from ..profiles.render import render_messages
     from ..options import EnhanceOptions
+    from ..profiles.render import render_messages
     from ..request import EnhanceRequest
 
     profiles = {task: [p for p in registry.profiles() if p.task == task] for task in TASKS}
