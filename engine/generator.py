@@ -21,6 +21,7 @@ from .decode.sampling import SamplingParams
 from .decode.stats import DecodeStats
 from .decode.stopping import StopChecker
 from .runtime.device import INT8, PLAIN_ONLY, parse_dtype
+from .runtime.exact_rows import make_rows_exact
 from .runtime.model import Transformer
 from .speculative.planner import Planner
 from .weights.loading import load_model, model_identity
@@ -43,6 +44,8 @@ class Generator:
         # False when a row's result depends on the other rows of a pass (int8, mixed): then
         # tree verification could differ from plain decoding, so speculation is off.
         self.exact_batches = exact_batches
+        if exact_batches:   # a row's numbers must not depend on the pass (tree verification)
+            make_rows_exact(model)
         self.drafter, self.planner = drafter, planner
         # prompt-prefix KV reuse: only where decoding is plain-only (see engine.decode.prefix_cache)
         self.prefixes = prefixes if not exact_batches else None

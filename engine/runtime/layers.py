@@ -85,3 +85,22 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
             mask = mask.repeat(groups, 1) if mask.dim() == 2 else mask.repeat(1, 1, groups, 1)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     return out.reshape(b, h, t, d)
+
+
+def attend_rowwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``attend`` for one sequence with every query token as its own batch element over the
+    shared (expanded, not copied) K/V, on one thread: a token's numbers are then those of a
+    single-token pass over the same keys, however many tokens share the pass (the fused
+    kernel blocks query rows and splits work across threads, and both change its summation
+    order). q [1, H, T, D]; k, v [1, Hkv, S, D]; mask bool [T, S] or [1, 1, T, S]."""
+    _, h, t, d = q.shape
+    hkv = k.shape[1]
+    rows = q[0].reshape(hkv, h // hkv, t, d).permute(2, 0, 1, 3)            # [T, Hkv, G, D]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        out = F.scaled_dot_product_attention(rows, k.expand(t, -1, -1, -1), v.expand(t, -1, -1, -1),
+                                             attn_mask=mask.reshape(t, 1, 1, -1))
+    finally:
+        torch.set_num_threads(threads)
+    return out.permute(1, 2, 0, 3).reshape(1, h, t, d)

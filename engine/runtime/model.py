@@ -17,8 +17,8 @@ import torch
 from torch import nn
 
 from .config import ModelConfig
-from .kv_cache import KVCache
-from .layers import RMSNorm, RotaryEmbedding, SwiGLU, apply_rotary, attend
+from .kv_cache import KVCache, aligned
+from .layers import RMSNorm, RotaryEmbedding, SwiGLU, apply_rotary, attend, attend_rowwise
 
 
 @dataclass
@@ -36,9 +36,12 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False, dtype=dtype)
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
+        self.rowwise = False   # batch 1, after the prefix: each token as its own row (engine.runtime.exact_rows)
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], cache: KVCache,
-                layer: int, start: int, mask: torch.Tensor | None) -> torch.Tensor:
+                layer: int, start: int, mask: torch.Tensor | None, slots: torch.Tensor | None = None) -> torch.Tensor:
+        """Attention of x's tokens (written at slots start.., or at ``slots``) over the cache;
+        keys span ``mask``'s width."""
         b, t, _ = x.shape
         q, k, v = self.qkv_proj(x).split(
             [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
@@ -48,8 +51,12 @@ class Attention(nn.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
-        k_all, v_all = cache.write(layer, start, k, v)                    # [B, Hkv, start+T, D]
-        out = attend(q, k_all, v_all, mask, causal=(start == 0 and t > 1))
+        span = None if mask is None else mask.shape[-1]
+        k_all, v_all = cache.write(layer, start, k, v, span, slots)       # [B, Hkv, span, D]
+        if self.rowwise and start > 0 and b == 1:   # exactness is promised at batch 1
+            out = attend_rowwise(q, k_all, v_all, mask)
+        else:
+            out = attend(q, k_all, v_all, mask, causal=(start == 0 and t > 1))
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -61,9 +68,21 @@ class Block(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = SwiGLU(cfg.hidden_size, cfg.intermediate_size, dtype)
 
-    def forward(self, x, rope, cache, layer, start, mask):
-        x = x + self.self_attn(self.input_layernorm(x), rope, cache, layer, start, mask)
+    def forward(self, x, rope, cache, layer, start, mask, slots=None):
+        x = x + self.self_attn(self.input_layernorm(x), rope, cache, layer, start, mask, slots)
         return x + self.mlp(self.post_attention_layernorm(x))
+
+
+def aligned_mask(mask: torch.Tensor | None, start: int, t: int, device: torch.device) -> torch.Tensor | None:
+    """The mask of a pass after the prefix, widened with masked keys to an aligned span
+    (``engine.runtime.kv_cache``: a row then computes what its own single-token step does).
+    A prompt's first pass (empty prefix, no mask) stays causal without one."""
+    if mask is None:
+        if start == 0 and t > 1:
+            return None
+        mask = prefix_causal_mask(start, t, device)
+    extra = aligned(max(start + t, mask.shape[-1])) - mask.shape[-1]
+    return torch.cat([mask, mask.new_zeros(*mask.shape[:-1], extra)], dim=-1) if extra > 0 else mask
 
 
 def prefix_causal_mask(start: int, t: int, device: torch.device) -> torch.Tensor:
@@ -93,22 +112,27 @@ class Transformer(nn.Module):
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
         # optional fast path for one token of one sequence (engine.runtime.lean_step, mixed precision)
         self.single_step = None
+        # tree slots: node (depth d, column c) at prefix + lane_stride * c + d, so that each key
+        # sits in the vector lane it has in plain decoding (engine.runtime.exact_rows); 0 = contiguous
+        self.lane_stride = 0
 
     def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
         cfg = self.config
         capacity = capacity or cfg.max_position_embeddings
         return KVCache(cfg.num_hidden_layers, batch, cfg.num_key_value_heads, cfg.head_dim,
-                       capacity, self.dtype, self.embed_tokens.weight.device)
+                       capacity, self.dtype, self.embed_tokens.weight.device, spans=bool(self.lane_stride))
 
     @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, cache: KVCache, *, positions: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None, logits_at: torch.Tensor | slice | None = None,
-                taps: bool = False) -> ForwardOutput:
+                taps: bool = False, slots: torch.Tensor | None = None) -> ForwardOutput:
         """Run tokens [B, T] written at cache slots ``cache.length..``; the cache is not committed.
 
         positions: rope positions [T] (default: slot numbers); mask: bool [T, length+T]
-        or [B, 1, T, length+T], True = may attend (default: causal); logits_at: rows of T
-        to score (default all; an empty slice skips the head).
+        or [B, 1, T, length+T], True = may attend (default: causal; in exact half precision
+        widened to an aligned span of keys, see ``aligned_mask``); logits_at: rows of T to score (default all; an
+        empty slice skips the head); slots: where the tokens go, [T] distinct and from
+        ``cache.length`` on (default: contiguous; the mask then spans at least to the last).
         """
         start, t = cache.length, tokens.shape[1]
         if self.single_step is not None and tokens.numel() == 1 and cache.k.shape[1] == 1 \
@@ -116,7 +140,9 @@ class Transformer(nn.Module):
             return ForwardOutput(logits=self.single_step(tokens, cache), taps=None)
         if positions is None:
             positions = torch.arange(start, start + t, device=tokens.device)
-        if mask is None and start > 0 and t > 1:
+        if self.lane_stride:
+            mask = aligned_mask(mask, start, t, tokens.device)
+        elif mask is None and start > 0 and t > 1:
             mask = prefix_causal_mask(start, t, tokens.device)
         rope = self.rope(positions, self.dtype)
         x = self.embed_tokens(tokens)
@@ -124,7 +150,7 @@ class Transformer(nn.Module):
         for i, layer in enumerate(self.layers):
             if taps:
                 tapped.extend(x for tap in tap_ids if tap == i)
-            x = layer(x, rope, cache, i, start, mask)
+            x = layer(x, rope, cache, i, start, mask, slots)
         return ForwardOutput(
             logits=self.logits(x if logits_at is None else x[:, logits_at]),
             taps=torch.cat(tapped, dim=-1) if taps else None,

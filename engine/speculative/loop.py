@@ -121,15 +121,36 @@ def drafter_catch_up(drafter: Drafter, state: DraftState, taps: torch.Tensor, ne
 
 
 def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
-    """Run (root, tree nodes) through the target with the tree mask; logits [N+1, V] and taps."""
+    """Run (root, tree nodes) through the target with the tree mask; logits [N+1, V], taps and
+    the cache slot of each row (``tree_slots``)."""
     length, n = cache.length, tree.size
     device = cache.k.device
     tokens = torch.tensor([[root] + tree.token_list], device=device)
-    positions = length + torch.cat([torch.zeros(1, dtype=torch.long), tree.depths.cpu()]).to(device)
-    mask = torch.ones(n + 1, length + n + 1, dtype=torch.bool, device=device)
-    mask[:, length:] = tree.mask_with_root().to(device)
-    out = model(tokens, cache, positions=positions, mask=mask, taps=True)
-    return out.logits[0], out.taps
+    depths = torch.cat([torch.zeros(1, dtype=torch.long), tree.depths.cpu()])
+    slots = tree_slots(depths, length, model.lane_stride).to(device)
+    mask = torch.zeros(n + 1, int(slots.max()) + 1, dtype=torch.bool, device=device)
+    mask[:, :length] = True
+    mask[:, slots] = tree.mask_with_root().to(device)
+    out = model(tokens, cache, positions=(length + depths).to(device), mask=mask, taps=True, slots=slots)
+    return out.logits[0], out.taps, slots
+
+
+def tree_slots(depths: torch.Tensor, length: int, lane_stride: int) -> torch.Tensor:
+    """Cache slots of the rows (root first, depths [N+1] non-decreasing): contiguous after the
+    prefix, or with ``lane_stride`` the i-th node of depth d at length + lane_stride * i + d,
+    so that every node sits in the vector lane of its position (``Transformer.lane_stride``)."""
+    if not lane_stride:
+        return torch.arange(length, length + len(depths))
+    column = torch.zeros_like(depths)
+    for d in depths.unique().tolist():
+        at = (depths == d).nonzero().flatten()
+        column[at] = torch.arange(len(at))
+    return length + lane_stride * column + depths
+
+
+def tree_room(max_nodes: int, lane_stride: int) -> int:
+    """Cache slots a round may use past the prefix: root and nodes, spread into lane columns."""
+    return lane_stride * (max_nodes + 1) if lane_stride else max_nodes + 2
 
 
 class _PlainRun:
@@ -178,7 +199,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     stats.prompt_tokens = len(prompt_ids)
     if stop.done:
         return
-    capacity = len(prompt_ids) + params.max_new_tokens + planner.max_nodes + 2
+    capacity = len(prompt_ids) + params.max_new_tokens + tree_room(planner.max_nodes, model.lane_stride)
     cache = model.new_cache(capacity)
     generator = make_generator(params.seed)
     started = time.perf_counter()
@@ -208,7 +229,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         t0 = time.perf_counter()
         tree = planner.draft(drafter, state, cache.length)
         t1 = time.perf_counter()
-        logits, taps = verify_pass(model, cache, root, tree)
+        logits, taps, slots = verify_pass(model, cache, root, tree)
         result = verify(tree, logits, stop.tokens, params, generator)
         t2 = time.perf_counter()
         stats.draft_s += t1 - t0
@@ -222,7 +243,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         if stop.done:
             break
         rows = result.kept_rows
-        cache.compact(torch.tensor(rows) + cache.length)
+        cache.compact(slots[rows])
         drafter_catch_up(drafter, state, taps[:, rows], result.tokens)
         root = result.tokens[-1]
         planner.observe_pace(len(result.tokens), time.perf_counter() - paced, plain=False)

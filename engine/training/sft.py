@@ -78,7 +78,7 @@ class _PassThrough:
     length = 0
 
     @staticmethod
-    def write(layer: int, start: int, k: torch.Tensor, v: torch.Tensor):
+    def write(layer: int, start: int, k: torch.Tensor, v: torch.Tensor, span=None, slots=None):
         return k, v
 
 

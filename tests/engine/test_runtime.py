@@ -30,7 +30,9 @@ def test_logits_and_taps_match_transformers(fp32_model, hf_model, prompt):
     torch.testing.assert_close(out.logits, ref.logits, atol=1e-4, rtol=1e-5)
     low, mid, high = model.config.tap_layers
     expected = torch.cat([ref.hidden_states[low], ref.hidden_states[mid], ref.hidden_states[high]], -1)
-    torch.testing.assert_close(out.taps, expected, atol=1e-4, rtol=1e-4)
+    # hidden states are larger than logits; AVX-512 and AVX2 kernels sum in different orders
+    # (seen: 1.2e-4 on one of 65k values on an AVX512-BF16 EPYC)
+    torch.testing.assert_close(out.taps, expected, atol=3e-4, rtol=1e-4)
 
 
 def test_chunked_prefill_matches_one_pass(fp32_model):

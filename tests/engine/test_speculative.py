@@ -127,13 +127,13 @@ def test_sampling_keeps_the_target_distribution(fp32_model):
     first = root_p.topk(3).indices.tolist()
     grand = []
     probe = DraftTree(torch.tensor(first), torch.full((3,), -1), torch.zeros(3))
-    probe_logits, _ = verify_pass(model, cache, root, probe)
+    probe_logits, _, _ = verify_pass(model, cache, root, probe)
     for i, token in enumerate(first):
         grand.append(next_token_distribution(probe_logits[i + 1], [token], params).topk(2).indices.tolist())
     tokens = first + [t for pair in grand for t in pair]
     parents = [-1, -1, -1, 0, 0, 1, 1, 2, 2]
     tree = DraftTree(torch.tensor(tokens), torch.tensor(parents), -torch.arange(9.0))
-    logits, _ = verify_pass(model, cache, root, tree)
+    logits, _, _ = verify_pass(model, cache, root, tree)
     assert prefix.logits is not None
 
     n = 2000

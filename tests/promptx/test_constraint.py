@@ -116,7 +116,7 @@ def test_tree_verification_with_a_mask_keeps_the_masked_distribution(fp32_model)
     mask = TokenMask(first[:2])
     params = SamplingParams(temperature=0.9, top_p=0.95, banned=mask)
     tree = DraftTree(torch.tensor(first), torch.full((4,), -1), -torch.arange(4.0))
-    logits, _ = verify_pass(model, cache, root, tree)
+    logits, _, _ = verify_pass(model, cache, root, tree)
     generator = torch.Generator().manual_seed(0)
     n = 3000
     counts: dict[int, int] = {}

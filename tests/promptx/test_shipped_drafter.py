@@ -106,3 +106,43 @@ def test_the_fastest_precision_decodes_plainly_without_loading_the_drafter(model
     result = enhancer.enhance("a red fox in a snowy forest", "image", seed=2, max_new_tokens=64)
     assert not result.stats.speculative and result.stats.acceptance_length is None
     assert enhancer.backend.generator.drafter is None and not result.fallback
+
+
+BF16_PROMPTS = [
+    ("video", "a jellyfish drifting through dark water"), ("image", "a red bicycle leaning on a brick wall"),
+    ("sdxl", "an old lighthouse on a cliff at dusk"), ("video", "a chef flipping a pancake in a busy kitchen"),
+    ("image", "two cats sleeping on a windowsill"), ("wan", "a paper boat floating down a rainy street"),
+    ("video", "a hot air balloon rising over a valley"), ("image", "a bowl of ramen with a soft egg"),
+    ("sdxl", "a fox in a snowy birch forest"), ("video", "a skateboarder jumping a stair set at night"),
+]
+
+
+def test_bf16_speculative_decoding_equals_bf16_plain_decoding(model_dir):
+    """Where bf16 is native (the default precision speculates there), greedy tree decoding through a
+    Generator (exact half precision: engine.runtime.exact_rows) equals plain decoding token for token."""
+    import torch
+
+    from engine.decode.autoregressive import decode_autoregressive
+    from engine.decode.sampling import SamplingParams
+    from engine.decode.stopping import StopChecker
+    from engine.generator import Generator
+    from engine.runtime.device import cpu_has_fast_bf16
+    from engine.speculative.loop import FixedTree, TreeConfig, decode_speculative
+    from promptx.backends.drafters import load_drafter_for
+    from promptx.models import prompt_style_of
+    from promptx.profiles.registry import default_registry
+    from promptx.profiles.render import render_messages
+
+    if not cpu_has_fast_bf16():
+        pytest.skip("no native bf16 on this CPU: bf16 is not a default here, and emulated bf16 is not checked")
+    generator = Generator.from_dir(model_dir, dtype=torch.bfloat16)
+    model, tokenizer = generator.model, generator.tokenizer
+    drafter, _ = load_drafter_for(model, find_drafter(model))
+    registry, style = default_registry(), prompt_style_of(model_dir)
+    for target, prompt in BF16_PROMPTS:
+        ids = tokenizer.encode_chat(render_messages(registry.get(target), prompt, prompt_style=style))
+        params = SamplingParams(max_new_tokens=128)
+        plain = list(decode_autoregressive(model, ids, params, StopChecker(tokenizer.eos_token_ids, 128)))
+        fast = [t for chunk in decode_speculative(model, drafter, ids, params, StopChecker(tokenizer.eos_token_ids, 128),
+                                                  planner=FixedTree(TreeConfig(budget=16))) for t in chunk]
+        assert fast == plain, f"{target}: {prompt!r} differs at token {next((i for i, (a, b) in enumerate(zip(fast, plain)) if a != b), min(len(fast), len(plain)))}"

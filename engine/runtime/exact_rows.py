@@ -1,0 +1,102 @@
+"""Exact half precision: every row of a pass computed as its own single-token step would.
+
+Greedy speculative decoding equals plain decoding only if a token's logits
+in a verification pass of several tokens are bit for bit those of the
+single-token step that plain decoding runs at that position. In fp32 the
+last-bit differences between kernels practically never flip a greedy choice;
+in bf16 they do, because the output is rounded to 8 bits of mantissa and
+near-ties are common. Three things differ between the passes on a CPU, and
+``make_rows_exact`` removes each (batch 1, CPU, bf16/fp16):
+- matmul kernels are chosen by the number of rows (a matrix-vector kernel
+  for one row): ``min_exact_rows`` probes per weight shape and thread count
+  the smallest row count from which every pass agrees, and ``PaddedLinear``
+  pads smaller passes up to it (free: these products are bound by reading
+  the weights);
+- the fused attention kernel blocks query rows and splits work across
+  threads: ``layers.attend_rowwise`` runs each token as its own batch element
+  on one thread, over a span of keys aligned to ``kv_cache.KEY_ALIGN``
+  (the kernel's last partial vector of keys is summed differently);
+- the kernel sums keys per vector lane: a draft-tree node must sit at a slot
+  in the lane of its position, so trees are laid out in columns
+  ``LANE_STRIDE`` slots apart (``speculative.loop.tree_slots``).
+
+Not here: the mixed and int8 precisions (plain decoding only).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .model import Attention, Transformer
+
+ROW_COUNTS = (1, 2, 3, 4, 8, 16)   # candidate minimum pass sizes, smallest first
+HALF = (torch.bfloat16, torch.float16)
+LANE_STRIDE = 16   # tree columns this many slots apart: a multiple of every CPU's float vector width
+_PROBED: dict[tuple, int] = {}   # (shape, dtype, device, threads) -> minimum rows
+
+
+def min_exact_rows(weight: torch.Tensor) -> int:
+    """The smallest M in ``ROW_COUNTS`` such that passes of M or more rows through ``weight``
+    give every row the numbers it gets in any larger pass, for this weight's shape, dtype and
+    device at the current thread count (probed once with ``weight``)."""
+    key = (tuple(weight.shape), weight.dtype, str(weight.device), torch.get_num_threads())
+    if key not in _PROBED:
+        _PROBED[key] = _probe(weight)
+    return _PROBED[key]
+
+
+def _probe(weight: torch.Tensor) -> int:
+    """Chunks of M rows against one pass of R rows and of 2R (R up to 64, heavy-tailed inputs);
+    the largest candidate when no M agrees (exactness is then not promised)."""
+    out_features, in_features = weight.shape
+    rows = max(16, min(64, 65536 // out_features))
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(rows, in_features, generator=gen) * torch.randn(rows, in_features, generator=gen).exp()
+    x = x.to(weight.dtype).to(weight.device)
+    with torch.inference_mode():
+        whole = F.linear(x, weight)
+        if not torch.equal(F.linear(torch.cat([x, x]), weight)[:rows], whole):
+            return ROW_COUNTS[-1]
+        agrees = [torch.equal(_chunked(x, weight, m), whole) for m in ROW_COUNTS]
+    for i, m in enumerate(ROW_COUNTS):
+        if all(agrees[i:]):
+            return m
+    return ROW_COUNTS[-1]
+
+
+def _chunked(x: torch.Tensor, weight: torch.Tensor, m: int) -> torch.Tensor:
+    return torch.cat([F.linear(x[i:i + m], weight) for i in range(0, x.shape[0], m)])
+
+
+class PaddedLinear(nn.Linear):
+    """``nn.Linear`` that runs passes of fewer rows than ``min_exact_rows`` as padded ones."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.numel() // self.in_features
+        need = min_exact_rows(self.weight)
+        if rows >= need:
+            return F.linear(x, self.weight, self.bias)
+        flat = x.reshape(rows, self.in_features)
+        padded = torch.cat([flat, flat.new_zeros(need - rows, self.in_features)])
+        return F.linear(padded, self.weight, self.bias)[:rows].reshape(*x.shape[:-1], self.out_features)
+
+
+def make_rows_exact(model: Transformer) -> Transformer:
+    """In a half-precision target, in place: every plain ``nn.Linear`` becomes a
+    ``PaddedLinear`` (weights shared, tied ones included), attention after the prefix runs
+    row by row (``attend_rowwise``), and draft trees are laid out in lane-aligned columns
+    (``Transformer.lane_stride``: attention kernels sum each vector lane separately, so a key
+    must sit in the lane its position gives it in plain decoding). fp32 models stay as they
+    are: their last-bit differences do not flip a greedy choice in practice (the fp32
+    exactness tests), bf16 rounding does. CPU only: GPU kernels are not checked yet."""
+    if model.dtype not in HALF or model.embed_tokens.weight.device.type != "cpu":
+        return model
+    for module in model.modules():
+        if type(module) is nn.Linear:
+            module.__class__ = PaddedLinear
+        elif isinstance(module, Attention):
+            module.rowwise = True
+    model.lane_stride = LANE_STRIDE
+    return model

@@ -1,0 +1,65 @@
+"""Exact half precision: aligned key spans, lane-aligned tree slots, padded small passes.
+
+The bf16 end-to-end check (speculative == plain, real model) is in
+tests/promptx/test_shipped_drafter.py; these are the parts, on a tiny model.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from engine.runtime.exact_rows import LANE_STRIDE, ROW_COUNTS, PaddedLinear, make_rows_exact, min_exact_rows
+from engine.runtime.kv_cache import KEY_ALIGN, KVCache, aligned
+from engine.runtime.model import aligned_mask
+from engine.speculative.loop import tree_room, tree_slots
+from tests.tiny import make_tiny_target
+
+
+def test_tree_slots_put_every_node_in_the_lane_of_its_position():
+    depths = torch.tensor([0, 1, 1, 1, 2, 2, 2, 2, 3])
+    assert tree_slots(depths, 40, 0).tolist() == list(range(40, 49))
+    slots = tree_slots(depths, 40, LANE_STRIDE)
+    assert slots[0] == 40 and len(set(slots.tolist())) == len(depths)
+    assert ((slots - (40 + depths)) % LANE_STRIDE == 0).all()
+    assert int(slots.max()) - 40 < tree_room(len(depths) - 1, LANE_STRIDE)
+
+
+def test_masks_widen_to_an_aligned_span_of_masked_keys():
+    assert aligned_mask(None, 0, 5, "cpu") is None                 # first prompt pass stays causal
+    step = aligned_mask(None, 70, 1, "cpu")
+    assert step.shape == (1, aligned(71)) and step.shape[1] % KEY_ALIGN == 0
+    assert step[0, :71].all() and not step[0, 71:].any()
+    tree = torch.ones(3, 150, dtype=torch.bool)
+    assert aligned_mask(tree, 100, 3, "cpu").shape == (3, aligned(150))
+
+
+def test_cache_writes_at_scattered_slots_and_returns_the_span():
+    cache = KVCache(1, 1, 1, 2, 100, torch.float32, spans=True)
+    assert cache.k.shape[3] == aligned(100)
+    k = torch.arange(6.0).view(1, 1, 3, 2)
+    keys, _ = cache.write(0, 10, k, k, span=64, slots=torch.tensor([10, 27, 44]))
+    assert keys.shape[2] == 64 and torch.equal(keys[0, 0, 27], k[0, 0, 1]) and not keys[0, 0, 11].any()
+
+
+def test_half_precision_models_become_exact_and_fp32_ones_stay():
+    fp32 = make_tiny_target()
+    make_rows_exact(fp32)
+    assert fp32.lane_stride == 0 and not any(isinstance(m, PaddedLinear) for m in fp32.modules())
+    half = make_tiny_target().to(torch.bfloat16)
+    half.dtype = torch.bfloat16
+    make_rows_exact(half)
+    assert half.lane_stride == LANE_STRIDE
+    assert any(isinstance(m, PaddedLinear) for m in half.modules())
+    assert all(layer.self_attn.rowwise for layer in half.layers)
+
+
+def test_a_padded_pass_gives_each_row_what_a_pass_of_the_minimum_size_gives():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(96, 80, bias=False, dtype=torch.bfloat16)
+    need = min_exact_rows(linear.weight)
+    assert need in ROW_COUNTS
+    linear.__class__ = PaddedLinear
+    x = torch.randn(1, 96).to(torch.bfloat16)
+    padded = torch.cat([x, x.new_zeros(max(need, 1) - 1, 96)])
+    assert torch.equal(linear(x[None])[0], F.linear(padded, linear.weight)[:1])
