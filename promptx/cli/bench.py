@@ -286,7 +286,7 @@ def write_outputs(report: dict, out: Path | None) -> str:
               help="Prompt file format: text (one per line), jsonl (prompt/task/image), specbench (turns/category).")
 @click.option("-t", "--target", "--task", "target", default="video", show_default=True,
               help="Template for plain-text prompts and JSONL lines without a task.")
-@click.option("--model", help="Model directory or .gguf file (default: the embedded model).")
+@click.option("--model", help="Model directory, .gguf file or ORG/NAME[@REV] from the local Hugging Face cache (default: the embedded model).")
 @click.option("--drafter", type=click.Path(path_type=Path, file_okay=False),
               help="Drafter checkpoint (default: the shipped one, else a random one with a warning).")
 @click.option("--max-new-tokens", type=click.IntRange(1, 4096), default=128, show_default=True)

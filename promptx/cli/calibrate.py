@@ -42,7 +42,7 @@ def summary_lines(table) -> list[str]:
 
 
 @click.command("calibrate")
-@click.option("--model", help="Model directory or .gguf file (default: the embedded model).")
+@click.option("--model", help="Model directory, .gguf file or ORG/NAME[@REV] from the local Hugging Face cache (default: the embedded model).")
 @click.option("--drafter", type=click.Path(path_type=Path, file_okay=False),
               help="Drafter checkpoint (default: the shipped one, else a random one of the default shape).")
 @click.option("--quick", is_flag=True, help="The small grid the harness measures by itself (seconds).")
