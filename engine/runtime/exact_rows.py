@@ -18,7 +18,10 @@ near-ties are common. Three things differ between the passes on a CPU, and
   (the kernel's last partial vector of keys is summed differently);
 - the kernel sums keys per vector lane: a draft-tree node must sit at a slot
   in the lane of its position, so trees are laid out in columns
-  ``LANE_STRIDE`` slots apart (``speculative.loop.tree_slots``).
+  ``LANE_STRIDE`` slots apart (``speculative.loop.tree_slots``), and in the
+  ``KEY_BLOCK`` of keys of its position (the kernel merges blocks of keys one
+  after another): nodes that would land in a later block are not verified
+  (``speculative.loop.fit_lanes``; rare, next to a block boundary).
 
 Not here: the mixed and int8 precisions (plain decoding only).
 """
@@ -34,6 +37,7 @@ from .model import Attention, Transformer
 ROW_COUNTS = (1, 2, 3, 4, 8, 16)   # candidate minimum pass sizes, smallest first
 HALF = (torch.bfloat16, torch.float16)
 LANE_STRIDE = 16   # tree columns this many slots apart: a multiple of every CPU's float vector width
+KEY_BLOCK = 512    # the CPU attention kernel's block of keys: a key must sit in the block of its position
 _PROBED: dict[tuple, int] = {}   # (shape, dtype, device, threads) -> minimum rows
 
 

@@ -30,6 +30,7 @@ from ..decode.commit import commit_tokens
 from ..decode.sampling import SamplingParams, make_generator, pick_token
 from ..decode.stats import DecodeStats
 from ..decode.stopping import StopChecker
+from ..runtime.exact_rows import KEY_BLOCK
 from ..runtime.model import Transformer
 from .drafter import Drafter
 from .planner import Planner, TreeConfig
@@ -148,6 +149,17 @@ def tree_slots(depths: torch.Tensor, length: int, lane_stride: int) -> torch.Ten
     return length + lane_stride * column + depths
 
 
+def fit_lanes(tree: DraftTree, length: int, lane_stride: int) -> DraftTree:
+    """``tree`` without the nodes (and their descendants) whose lane-aligned slot would fall in
+    a later block of keys than their position (``engine.runtime.exact_rows``)."""
+    if not lane_stride or not tree.size:
+        return tree
+    depths = torch.cat([torch.zeros(1, dtype=torch.long), tree.depths.cpu()])
+    slots = tree_slots(depths, length, lane_stride)
+    crossing = (slots // KEY_BLOCK != (length + depths) // KEY_BLOCK)[1:]
+    return tree.without(crossing.nonzero().flatten().tolist()) if crossing.any() else tree
+
+
 def tree_room(max_nodes: int, lane_stride: int) -> int:
     """Cache slots a round may use past the prefix: root and nodes, spread into lane columns."""
     return lane_stride * (max_nodes + 1) if lane_stride else max_nodes + 2
@@ -227,7 +239,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
             planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)  # catch-up included
             continue
         t0 = time.perf_counter()
-        tree = planner.draft(drafter, state, cache.length)
+        tree = fit_lanes(planner.draft(drafter, state, cache.length), cache.length, model.lane_stride)
         t1 = time.perf_counter()
         logits, taps, slots = verify_pass(model, cache, root, tree)
         result = verify(tree, logits, stop.tokens, params, generator)

@@ -110,6 +110,20 @@ class DraftTree:
         """Position ids [N] of the nodes when the root sits at ``root_position``."""
         return root_position + self.depths
 
+    def without(self, dropped: Sequence[int]) -> "DraftTree":
+        """The tree minus the nodes ``dropped`` and all their descendants."""
+        gone: set[int] = set()
+        dropped = set(dropped)
+        for i, parent in enumerate(self.parent_list):
+            if i in dropped or parent in gone:
+                gone.add(i)
+        keep = [i for i in range(self.size) if i not in gone]
+        new_index = {old: new for new, old in enumerate(keep)}
+        index = torch.tensor(keep, dtype=torch.long, device=self.tokens.device)
+        parents = [new_index.get(self.parent_list[i], -1) for i in keep]
+        return DraftTree(self.tokens[index], parents, self.scores[index],
+                         None if self.pool_indices is None else self.pool_indices[index])
+
     def mask_with_root(self) -> torch.Tensor:
         """Ancestor mask [N+1, N+1] over (root, nodes...): every row sees the root."""
         n = self.size

@@ -63,3 +63,16 @@ def test_a_padded_pass_gives_each_row_what_a_pass_of_the_minimum_size_gives():
     x = torch.randn(1, 96).to(torch.bfloat16)
     padded = torch.cat([x, x.new_zeros(max(need, 1) - 1, 96)])
     assert torch.equal(linear(x[None])[0], F.linear(padded, linear.weight)[:1])
+
+
+def test_nodes_that_would_cross_a_key_block_are_not_verified():
+    from engine.runtime.exact_rows import KEY_BLOCK
+    from engine.speculative.loop import fit_lanes
+    from engine.speculative.tree import DraftTree
+
+    # root at 500; depth-1 nodes in columns 0..3 land at 501, 517, 533, 549
+    tree = DraftTree(torch.tensor([10, 11, 12, 13, 14, 15]), [-1, -1, -1, -1, 0, 2], torch.zeros(6))
+    fitted = fit_lanes(tree, KEY_BLOCK - 12, LANE_STRIDE)
+    assert fitted.token_list == [10, 14]          # 11, 12 and 13 cross 512; 15 hangs from 12
+    assert fitted.parent_list == [-1, 0]
+    assert fit_lanes(tree, 40, LANE_STRIDE) is tree and fit_lanes(tree, KEY_BLOCK - 12, 0) is tree
