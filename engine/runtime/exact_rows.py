@@ -16,12 +16,14 @@ near-ties are common. Three things differ between the passes on a CPU, and
   threads: ``layers.attend_rowwise`` runs each token as its own batch element
   on one thread, over a span of keys aligned to ``kv_cache.KEY_ALIGN``
   (the kernel's last partial vector of keys is summed differently);
-- the kernel sums keys per vector lane: a draft-tree node must sit at a slot
-  in the lane of its position, so trees are laid out in columns
-  ``LANE_STRIDE`` slots apart (``speculative.loop.tree_slots``), and in the
-  ``KEY_BLOCK`` of keys of its position (the kernel merges blocks of keys one
-  after another): nodes that would land in a later block are not verified
-  (``speculative.loop.fit_lanes``; rare, next to a block boundary).
+- the kernel sums keys per vector lane (on AVX-512 over two interleaved
+  16-float vectors: a key moved by 16 slots changed a sum in a 100-prompt
+  check, by 32 never): a draft-tree node must sit at a slot congruent to its
+  position, so trees are laid out in columns ``LANE_STRIDE`` slots apart
+  (``speculative.loop.tree_slots``), and in the ``KEY_BLOCK`` of keys of its
+  position (the kernel merges blocks of keys one after another): nodes that
+  would land in a later block are not verified (``speculative.loop.fit_lanes``;
+  next to a block boundary).
 
 Not here: the mixed and int8 precisions (plain decoding only).
 """
@@ -36,7 +38,7 @@ from .model import Attention, Transformer
 
 ROW_COUNTS = (1, 2, 3, 4, 8, 16)   # candidate minimum pass sizes, smallest first
 HALF = (torch.bfloat16, torch.float16)
-LANE_STRIDE = 16   # tree columns this many slots apart: a multiple of every CPU's float vector width
+LANE_STRIDE = 32   # tree columns this many slots apart (see the module docstring)
 KEY_BLOCK = 512    # the CPU attention kernel's block of keys: a key must sit in the block of its position
 _PROBED: dict[tuple, int] = {}   # (shape, dtype, device, threads) -> minimum rows
 
