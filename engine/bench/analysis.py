@@ -131,6 +131,15 @@ def tokens_per_second(samples: Sequence[Sample]) -> float:
     return _ratio(sum(len(s.tokens) for s in samples), sum(s.latency_s for s in samples)) or 0.0
 
 
+def decode_tokens_per_second(sample: Sample) -> float | None:
+    """Tokens after the first over the time after the prefill (the first token comes from the
+    prompt pass): decoding speed without the prompt; None when the decoder reports no prefill."""
+    if sample.stats is None or len(sample.tokens) < 2:
+        return None
+    decoding = sample.latency_s - sample.stats.prefill_s
+    return (len(sample.tokens) - 1) / decoding if decoding > 0 else None
+
+
 def timing_summary(samples: Sequence[Sample], reference_tps: float | None) -> dict:
     tps = [len(s.tokens) / s.latency_s for s in samples if s.latency_s > 0]
     overall = tokens_per_second(samples)
@@ -159,6 +168,7 @@ def summarize_run(run: RunSpec, samples, reference, prompts, entropies, edges, c
                                                   "top_k": run.tree.top_k},
            **timing_summary(samples, tokens_per_second(reference)),
            "prefill_s": _spread([s.prefill_s for s in stats]),
+           "decode_tokens_per_s": _spread([v for v in map(decode_tokens_per_second, samples) if v is not None]),
            "draft_s": sum(s.draft_s for s in stats), "verify_s": sum(s.verify_s for s in stats),
            "target_forwards": sum(s.target_forwards for s in stats), "rounds": len(rounds),
            **lossless_check(samples, reference, config.temperature == 0)}

@@ -344,6 +344,20 @@ def test_bench_end_to_end_writes_every_documented_field(bench_run):
     if importlib.util.find_spec("llama_cpp") is None:
         assert "not installed" in peers["llamacpp"]["skipped"]
     assert all(len(run["tau_by_entropy_quartile"]) == 4 for name, run in report["runs"].items() if name != "none")
+    assert all(run["decode_tokens_per_s"]["median"] > 0 for run in report["runs"].values())
+
+
+def test_decode_speed_leaves_out_the_prompt_pass():
+    from engine.bench.analysis import decode_tokens_per_second
+    from engine.bench.runs import Sample
+    from engine.decode.stats import DecodeStats
+
+    stats = DecodeStats()
+    stats.prefill_s = 0.2
+    assert decode_tokens_per_second(Sample([1, 2, 3, 4, 5], 1.0, stats)) == pytest.approx(5.0)   # 4 tokens in 0.8 s
+    assert decode_tokens_per_second(Sample([1, 2, 3], 1.0, None)) is None                      # a peer
+    assert decode_tokens_per_second(Sample([1], 1.0, stats)) is None
+    assert decode_tokens_per_second(Sample([1, 2], 0.1, stats)) is None
 
 
 @pytest.mark.slow
