@@ -130,9 +130,10 @@ class Transformer(nn.Module):
 
         positions: rope positions [T] (default: slot numbers); mask: bool [T, length+T]
         or [B, 1, T, length+T], True = may attend (default: causal; in exact half precision
-        widened to an aligned span of keys, see ``aligned_mask``); logits_at: rows of T to score (default all; an
-        empty slice skips the head); slots: where the tokens go, [T] distinct and from
-        ``cache.length`` on (default: contiguous; the mask then spans at least to the last).
+        widened to an aligned span of keys, see ``aligned_mask``); logits_at: rows of T to
+        score (default all; an empty slice skips the head); slots: where the tokens go, [T]
+        distinct and from ``cache.length`` on (default: contiguous; the mask then spans at
+        least to the last).
         """
         start, t = cache.length, tokens.shape[1]
         if self.single_step is not None and tokens.numel() == 1 and cache.k.shape[1] == 1 \

@@ -132,14 +132,15 @@ def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
     mask = torch.zeros(n + 1, int(slots.max()) + 1, dtype=torch.bool, device=device)
     mask[:, :length] = True
     mask[:, slots] = tree.mask_with_root().to(device)
-    out = model(tokens, cache, positions=(length + depths).to(device), mask=mask, taps=True, slots=slots)
+    out = model(tokens, cache, positions=(length + depths).to(device), mask=mask, taps=True,
+                slots=slots if model.lane_stride else None)      # contiguous: a plain slice write
     return out.logits[0], out.taps, slots
 
 
 def tree_slots(depths: torch.Tensor, length: int, lane_stride: int) -> torch.Tensor:
-    """Cache slots of the rows (root first, depths [N+1] non-decreasing): contiguous after the
-    prefix, or with ``lane_stride`` the i-th node of depth d at length + lane_stride * i + d,
-    so that every node sits in the vector lane of its position (``Transformer.lane_stride``)."""
+    """Cache slots of the rows (root first, ``depths`` [N+1]): contiguous after the prefix,
+    or with ``lane_stride`` the i-th node of depth d at length + lane_stride * i + d, so that
+    every node sits in the vector lane of its position (``Transformer.lane_stride``)."""
     if not lane_stride:
         return torch.arange(length, length + len(depths))
     column = torch.zeros_like(depths)
