@@ -172,6 +172,8 @@ def summarize_run(run: RunSpec, samples, reference, prompts, entropies, edges, c
            "draft_s": sum(s.draft_s for s in stats), "verify_s": sum(s.verify_s for s in stats),
            "target_forwards": sum(s.target_forwards for s in stats), "rounds": len(rounds),
            **lossless_check(samples, reference, config.temperature == 0)}
+    out["tokens_per_s_by_task"] = {t: _spread([len(s.tokens) / s.latency_s for s, p in zip(samples, prompts)
+                                               if p.task == t and s.latency_s > 0])["median"] for t in tasks}
     for entry, s in zip(out["per_prompt"], stats):
         entry["tau"] = 1.0 if run.mode == "none" else tau_of(s.accepted_lengths)
     if run.mode == "none":

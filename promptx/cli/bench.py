@@ -169,13 +169,17 @@ def _speculative_tables(spec: dict[str, dict]) -> list[str]:
 
 
 def markdown_summary(report: dict) -> str:
-    """The report as markdown: runs and peers, tree vs chain, tau per task, hit rates, entropy quartiles."""
+    """The report as markdown: runs and peers, tree vs chain, tok/s and tau per task, hit rates, entropy
+    quartiles."""
     m, s = report["machine"], report["settings"]
     name = (report.get("model") or {}).get("name", "model")
     lines = [f"## promptx bench: {name}, {m['dtype']}, {m['torch_threads']} threads, {s['num_prompts']} prompts "
              f"x {s['max_new_tokens']} new tokens, temperature {s['temperature']}", ""] + _runs_table(report)
     if report["tree_vs_chain"]:
         lines += _tree_chain_table(report)
+    tasks = sorted({t for r in report["runs"].values() for t in r["tokens_per_s_by_task"]})
+    lines += ["", "### tok/s per task (median)", ""] + _table(
+        ["run", *tasks], [[n, *(r["tokens_per_s_by_task"].get(t) for t in tasks)] for n, r in report["runs"].items()])
     spec = {n: r for n, r in report["runs"].items() if r["mode"] != "none"}
     if spec:
         lines += _speculative_tables(spec)
@@ -281,8 +285,22 @@ def write_outputs(report: dict, out: Path | None) -> str:
 
 
 # ---- the command -----------------------------------------------------------------------------------
+SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
+
+
+def suite_file(name: str) -> Path:
+    """The prompt file of a suite shipped in promptx/suites (e.g. enhance-400)."""
+    path = SUITES_DIR / f"{name}.jsonl"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in SUITES_DIR.glob("*.jsonl"))) or "none"
+        raise InvalidInputError(f"unknown suite {name!r}; shipped suites: {known}")
+    return path
+
+
 @click.command("bench")
-@click.argument("prompt_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("prompt_file", type=click.Path(path_type=Path, dir_okay=False), required=False)
+@click.option("--suite", help="A suite shipped with promptx instead of PROMPT_FILE: enhance-400 (100 prompts each "
+                              "of text-to-video, image-to-video, text-to-image, image-to-image, tasks in turn).")
 @click.option("--format", "file_format", type=click.Choice(("auto", *FORMATS)), default="auto", show_default=True,
               help="Prompt file format: text (one per line), jsonl (prompt/task/image), specbench (turns/category).")
 @click.option("-t", "--target", "--task", "target", default="video", show_default=True,
@@ -304,9 +322,12 @@ def write_outputs(report: dict, out: Path | None) -> str:
 @click.option("--threads", type=click.IntRange(min=1), help="torch threads (default: torch's own choice).")
 @click.option("--no-warmup", is_flag=True, help="Skip the warm-up decode of each run.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Write bench.json, summary.md, plots.")
-def bench(prompt_file, file_format, target, model, drafter, max_new_tokens, temperature, budgets, modes,
+def bench(prompt_file, suite, file_format, target, model, drafter, max_new_tokens, temperature, budgets, modes,
           concurrency, num_prompts, seed, peers, dtype, device, threads, no_warmup, out) -> None:
-    """Benchmark speculative decoding on the prompts of PROMPT_FILE."""
+    """Benchmark speculative decoding on the prompts of PROMPT_FILE (or of a shipped --suite)."""
+    if (prompt_file is None) == (suite is None):
+        raise click.UsageError("give a PROMPT_FILE or --suite NAME (one of them)")
+    prompt_file = prompt_file or suite_file(suite)
     check_concurrency(concurrency)
     if threads is not None:
         import torch

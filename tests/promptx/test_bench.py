@@ -412,3 +412,40 @@ def test_harness_summary_counts_plain_steps_apart_from_rounds():
     summary = harness_summary([stats])
     assert summary["rounds"] == 1 and summary["plain_steps"] == 1 and summary["mean_nodes"] == 4
     assert harness_summary([DecodeStats()]) == {"rounds": 0, "plain_steps": 0}
+
+
+# ---- the shipped enhance-400 suite ------------------------------------------------------------------
+def test_the_enhance_400_suite_holds_100_prompts_per_task_in_turn():
+    from promptx.cli.bench import suite_file
+    from promptx.profiles.registry import default_registry
+
+    specs = read_prompt_file(suite_file("enhance-400"), "auto")
+    tasks = [s.task for s in specs]
+    assert len(specs) == 400 and {t: tasks.count(t) for t in set(tasks)} == {
+        "video": 100, "image-to-video": 100, "image": 100, "image-to-image": 100}
+    assert len(set(tasks[:4])) == 4                                 # --num-prompts 4 covers every task
+    assert len({s.id for s in specs}) == 400 and len({(s.task, s.text) for s in specs}) == 400
+    assert all(s.caption for s in specs if s.task in ("image-to-video", "image-to-image"))
+    assert all(s.image is None for s in specs)                      # the package carries no images
+    registry = default_registry()
+    assert all(registry.get(t) for t in set(tasks))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--suite", "nope"], "unknown suite 'nope'; shipped suites: enhance-400"),
+    ([], "give a PROMPT_FILE or --suite NAME"),
+])
+def test_suite_errors_are_one_line(tmp_path, args, message):
+    result = CliRunner().invoke(_cli(), ["bench", *args])
+    assert result.exit_code in (1, 2) and message in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_a_suite_run_reports_speed_per_task(tmp_path):
+    result = CliRunner().invoke(_cli(), ["bench", "--suite", "enhance-400", "--num-prompts", "4", "--max-new-tokens",
+                                         "8", "--modes", "none", "--peers", "none", "--threads", "1",
+                                         "--no-warmup", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "bench.json").read_text())
+    assert sorted(report["runs"]["none"]["tokens_per_s_by_task"]) == ["i2i", "i2v", "t2i", "t2v"]
+    assert "### tok/s per task" in (tmp_path / "summary.md").read_text()
