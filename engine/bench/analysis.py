@@ -127,6 +127,11 @@ def tau_by_quartile(stats: Sequence[DecodeStats], entropies: Sequence[Sequence[f
     return [{"quartile": q + 1, "rounds": len(b), "tau": tau_of(b)} for q, b in enumerate(buckets)]
 
 
+def _per_prompt_tps(samples: Sequence[Sample]) -> list[float]:
+    """tokens / latency of each sample that took time."""
+    return [len(s.tokens) / s.latency_s for s in samples if s.latency_s > 0]
+
+
 def tokens_per_second(samples: Sequence[Sample]) -> float:
     return _ratio(sum(len(s.tokens) for s in samples), sum(s.latency_s for s in samples)) or 0.0
 
@@ -141,7 +146,7 @@ def decode_tokens_per_second(sample: Sample) -> float | None:
 
 
 def timing_summary(samples: Sequence[Sample], reference_tps: float | None) -> dict:
-    tps = [len(s.tokens) / s.latency_s for s in samples if s.latency_s > 0]
+    tps = _per_prompt_tps(samples)
     overall = tokens_per_second(samples)
     return {"new_tokens": sum(len(s.tokens) for s in samples),
             "tokens_per_s": _spread(tps), "latency_s": _spread([s.latency_s for s in samples]),
@@ -172,8 +177,8 @@ def summarize_run(run: RunSpec, samples, reference, prompts, entropies, edges, c
            "draft_s": sum(s.draft_s for s in stats), "verify_s": sum(s.verify_s for s in stats),
            "target_forwards": sum(s.target_forwards for s in stats), "rounds": len(rounds),
            **lossless_check(samples, reference, config.temperature == 0)}
-    out["tokens_per_s_by_task"] = {t: _spread([len(s.tokens) / s.latency_s for s, p in zip(samples, prompts)
-                                               if p.task == t and s.latency_s > 0])["median"] for t in tasks}
+    out["tokens_per_s_by_task"] = {t: _spread(_per_prompt_tps([s for s, p in zip(samples, prompts) if p.task == t]))
+                                   ["median"] for t in tasks}
     for entry, s in zip(out["per_prompt"], stats):
         entry["tau"] = 1.0 if run.mode == "none" else tau_of(s.accepted_lengths)
     if run.mode == "none":

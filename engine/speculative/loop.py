@@ -127,7 +127,7 @@ def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
     length, n = cache.length, tree.size
     device = cache.k.device
     tokens = torch.tensor([[root] + tree.token_list], device=device)
-    depths = torch.cat([torch.zeros(1, dtype=torch.long), tree.depths.cpu()])
+    depths = tree.depths_with_root()
     slots = tree_slots(depths, length, model.lane_stride).to(device)
     mask = torch.zeros(n + 1, int(slots.max()) + 1, dtype=torch.bool, device=device)
     mask[:, :length] = True
@@ -155,7 +155,7 @@ def fit_lanes(tree: DraftTree, length: int, lane_stride: int) -> DraftTree:
     a later block of keys than their position (``engine.runtime.exact_rows``)."""
     if not lane_stride or not tree.size:
         return tree
-    depths = torch.cat([torch.zeros(1, dtype=torch.long), tree.depths.cpu()])
+    depths = tree.depths_with_root()
     slots = tree_slots(depths, length, lane_stride)
     crossing = (slots // KEY_BLOCK != (length + depths) // KEY_BLOCK)[1:]
     return tree.without(crossing.nonzero().flatten().tolist()) if crossing.any() else tree

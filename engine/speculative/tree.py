@@ -110,6 +110,10 @@ class DraftTree:
         """Position ids [N] of the nodes when the root sits at ``root_position``."""
         return root_position + self.depths
 
+    def depths_with_root(self) -> torch.Tensor:
+        """Depths [N+1] on the CPU over (root, nodes...): the root is depth 0."""
+        return torch.cat([torch.zeros(1, dtype=torch.long), self.depths.cpu()])
+
     def without(self, dropped: Sequence[int]) -> "DraftTree":
         """The tree minus the nodes ``dropped`` and all their descendants."""
         gone: set[int] = set()

@@ -20,7 +20,7 @@ import click
 
 from ..errors import InvalidInputError, PromptTooLongError, UnknownTargetError
 from ..prompt_files import FORMATS, PromptSpec, detect_format, read_prompt_file
-from .common import load_generator
+from .common import MODEL_HELP, load_generator
 
 RANDOM_DRAFTER_WARNING = ("no trained drafter for this model: using a randomly initialised drafter, "
                           "so tau, hit rates and speedups are meaningless (pass --drafter PATH)")
@@ -305,7 +305,7 @@ def suite_file(name: str) -> Path:
               help="Prompt file format: text (one per line), jsonl (prompt/task/image), specbench (turns/category).")
 @click.option("-t", "--target", "--task", "target", default="video", show_default=True,
               help="Template for plain-text prompts and JSONL lines without a task.")
-@click.option("--model", help="Model directory, .gguf file or ORG/NAME[@REV] from the local Hugging Face cache (default: the embedded model).")
+@click.option("--model", help=MODEL_HELP)
 @click.option("--drafter", type=click.Path(path_type=Path, file_okay=False),
               help="Drafter checkpoint (default: the shipped one, else a random one with a warning).")
 @click.option("--max-new-tokens", type=click.IntRange(1, 4096), default=128, show_default=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from ..errors import InvalidInputError
+from .common import MODEL_HELP
 
 
 def parse_grid(name: str, value: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
@@ -42,7 +43,7 @@ def summary_lines(table) -> list[str]:
 
 
 @click.command("calibrate")
-@click.option("--model", help="Model directory, .gguf file or ORG/NAME[@REV] from the local Hugging Face cache (default: the embedded model).")
+@click.option("--model", help=MODEL_HELP)
 @click.option("--drafter", type=click.Path(path_type=Path, file_okay=False),
               help="Drafter checkpoint (default: the shipped one, else a random one of the default shape).")
 @click.option("--quick", is_flag=True, help="The small grid the harness measures by itself (seconds).")

@@ -1,4 +1,4 @@
-"""What several commands share: loading the model into a ``Generator``.
+"""What several commands share: loading the model into a ``Generator``, the ``--model`` help.
 
 Not here: a command's own options and output.
 """
@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from ..errors import ModelError
 from ..models import prepare, resolve_model
+
+MODEL_HELP = ("Model directory, .gguf file or ORG/NAME[@REV] from the local Hugging Face cache "
+              "(default: the embedded model).")
 
 
 def load_generator(model: str | None, dtype: str, device: str | None = None, *, quiet: bool = False):

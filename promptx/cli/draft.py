@@ -39,7 +39,7 @@ import click
 
 from ..errors import InvalidInputError, ModelError
 from ..profiles.registry import registry_for
-from .common import load_generator
+from .common import MODEL_HELP, load_generator
 
 TASKS = ("t2i", "t2v", "i2v", "i2i")
 DEFAULT_PROMPTS_DIR = "../shared/data/prompts"
@@ -278,7 +278,7 @@ def _echo_json(data: dict) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-_model_option = click.option("--model", help="Model directory, .gguf file or ORG/NAME[@REV] from the local Hugging Face cache (default: the embedded model).")
+_model_option = click.option("--model", help=MODEL_HELP)
 _threads_option = click.option("--threads", type=click.IntRange(min=1), help="torch threads (default: torch's).")
 _prompts_option = click.option("--prompts-dir", type=click.Path(path_type=Path, file_okay=False),
                                default=DEFAULT_PROMPTS_DIR, show_default=True, help="Public prompt sets.")

@@ -23,6 +23,7 @@ import click
 
 from ..errors import InvalidInputError
 from ..quality import KINDS, assess
+from .common import MODEL_HELP
 
 __all__ = ["eval_command", "read_reference", "summarize"]
 
@@ -120,7 +121,7 @@ def _row(source, spec, target, profile, text, assessment, *, fallback=False, lat
 @click.option("--caption", help="Caption of the input image for i2v/i2i lines with neither image nor caption.")
 @click.option("--limit", type=click.IntRange(min=1), help="Use only the first N prompts.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--model", help="Model directory, .gguf file or ORG/NAME[@REV] from the local Hugging Face cache (default: the embedded model).")
+@click.option("--model", help=MODEL_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and rows as JSON.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Write results and failure examples here.")
 def eval_command(prompt_file, target, reference, reference_name, no_promptx, caption, limit, seed, model,

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from ..errors import InvalidInputError, PromptxError
+from .common import MODEL_HELP
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
@@ -106,7 +107,7 @@ def _read_prompt(prompt: str | None) -> str:
               help="With --file: write the JSON lines here, resumably (a rerun skips the rows already done).")
 @click.option("--image", type=click.Path(path_type=Path, dir_okay=False), help="Input image (image-to-video, image-to-image).")
 @click.option("--caption", help="A description of the input image.")
-@click.option("--model", help="Model directory, .gguf file or ORG/NAME[@REV] from the local Hugging Face cache (default: the embedded SmolLM2-135M-Instruct).")
+@click.option("--model", help=MODEL_HELP)
 @click.option("--seed", type=click.IntRange(min=0), help="Seed for reproducible output.")
 @click.option("--temperature", type=click.FloatRange(0, 2), help="Sampling temperature (0 = greedy).")
 @click.option("--max-new-tokens", type=click.IntRange(1, 4096), help="Generation budget in tokens.")

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from ..errors import InvalidInputError, MissingExtraError
+from .common import MODEL_HELP
 
 
 @click.command("serve")
@@ -22,7 +23,7 @@ from ..errors import InvalidInputError, MissingExtraError
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--api-key", envvar="PROMPTX_SERVE_API_KEY", help="Bearer key every request must send (env "
               "PROMPTX_SERVE_API_KEY); required to bind anything but a loopback address.")
-@click.option("--model", help="Model directory, .gguf file or ORG/NAME[@REV] from the local Hugging Face cache (default: the embedded model).")
+@click.option("--model", help=MODEL_HELP)
 @click.option("--dtype", default="auto", show_default=True, help="Model precision (see promptx enhance --help).")
 @click.option("--drafter", type=click.Path(path_type=Path), help="Drafter checkpoint for speculative decoding.")
 @click.option("--no-speculative", is_flag=True, help="Decode without speculation.")
