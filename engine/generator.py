@@ -20,11 +20,11 @@ from .decode.prefix_cache import PrefixCache, prefix_dir
 from .decode.sampling import SamplingParams
 from .decode.stats import DecodeStats
 from .decode.stopping import StopChecker
-from .runtime.device import INT8, PLAIN_ONLY, parse_dtype
+from .runtime.device import AUTO, INT4, INT8, PLAIN_ONLY, parse_dtype, prefers_int4
 from .runtime.exact_rows import make_rows_exact
 from .runtime.model import Transformer
 from .speculative.planner import Planner
-from .weights.loading import load_model, model_identity
+from .weights.loading import load_int4, load_model, model_identity
 from .weights.tokenizer import ChatTokenizer
 
 
@@ -35,6 +35,11 @@ class ContextOverflowError(ValueError):
         super().__init__(f"the prompt takes {prompt_tokens} tokens and the answer up to {max_new_tokens}; "
                          f"the model's context holds {window}")
         self.prompt_tokens, self.max_new_tokens, self.window = prompt_tokens, max_new_tokens, window
+
+
+# the largest distance (in 4-bit steps) of a weight from its 4-bit value at which "auto" uses int4:
+# a model that was 4-bit already measures ~0.05 (bf16 scales and offsets), arbitrary weights ~0.5
+LOSSLESS_GRID_DISTANCE = 0.1
 
 
 class Generator:
@@ -54,6 +59,12 @@ class Generator:
     @classmethod
     def from_dir(cls, model_dir: str | Path, *, dtype: str | torch.dtype | None = None,
                  device: str | torch.device = "cpu") -> "Generator":
+        """``dtype`` "auto" (or None): 4-bit weights where ``prefers_int4`` and the model's weights
+        are 4-bit already (nothing changes but speed), else ``default_dtype``."""
+        if dtype in (None, AUTO) and prefers_int4(device):
+            generator = cls._from_dir_int4(model_dir, device, max_grid_distance=LOSSLESS_GRID_DISTANCE)
+            if generator is not None:
+                return generator
         dtype = parse_dtype(dtype, device)
         if dtype in PLAIN_ONLY:
             from .runtime.mixed_precision import use_mixed_precision
@@ -63,8 +74,25 @@ class Generator:
             model = quantize_int8(model) if dtype == INT8 else use_mixed_precision(model)
             prefixes = PrefixCache(f"{model_identity(model_dir)}|{dtype}|{device}", prefix_dir())
             return cls(model, tokenizer, exact_batches=False, prefixes=prefixes)
+        if dtype == INT4:
+            return cls._from_dir_int4(model_dir, device)
         model, tokenizer = load_model(model_dir, dtype, device)
         return cls(model, tokenizer)
+
+    @classmethod
+    def _from_dir_int4(cls, model_dir: str | Path, device: str | torch.device,
+                       max_grid_distance: float = 0.5) -> "Generator | None":
+        """4-bit weights (``engine.runtime.int4``), None if quantizing moved a weight further than
+        ``max_grid_distance`` steps; speculation only where this CPU's kernels compute rows
+        independently of their pass (else plain decoding, like int8)."""
+        from .runtime.int4 import rows_are_independent
+
+        model, tokenizer, distance = load_int4(model_dir, device)
+        if distance > max_grid_distance:
+            return None
+        exact = rows_are_independent(torch.get_num_threads())
+        prefixes = None if exact else PrefixCache(f"{model_identity(model_dir)}|int4|{device}", prefix_dir())
+        return cls(model, tokenizer, exact_batches=exact, prefixes=prefixes)
 
     @property
     def context_window(self) -> int:
@@ -84,15 +112,17 @@ class Generator:
     def can_speculate(self) -> bool:
         return self.drafter is not None and self.exact_batches
 
-    def planner_for(self, params: SamplingParams) -> Planner:
-        """The tree planner for a decode: the attached one (e.g. the harness) for greedy decoding;
-        for sampling a fixed tree when the attached one adapts to measured timings, because a
-        seed must give the same text every time."""
+    def planner_for(self, params: SamplingParams) -> Planner | None:
+        """The tree planner for a decode, None to decode plainly: the attached one (e.g. the
+        harness) for greedy decoding; for sampling its ``for_sampling`` choice (a planner whose
+        trees do not follow measured timings, because a seed must give the same text every time)."""
         from .speculative.loop import FixedTree
 
-        if self.planner is None or (not params.greedy and self.planner.adaptive):
+        if not self.can_speculate:
+            return None
+        if self.planner is None:
             return FixedTree()
-        return self.planner
+        return self.planner if params.greedy else self.planner.for_sampling()
 
     def stop_checker(self, params: SamplingParams, stop_if=None) -> StopChecker:
         return StopChecker(self.eos_ids, params.max_new_tokens, params.stop_strings, self.tokenizer.decode,
@@ -108,12 +138,12 @@ class Generator:
         self.check_fits(len(prompt_ids), params.max_new_tokens)
         stop = stop or self.stop_checker(params)
         stats = stats if stats is not None else DecodeStats()
+        planner = self.planner_for(params) if speculative else None
         with self.lock:
-            if speculative and self.can_speculate:
+            if planner is not None:
                 from .speculative.loop import decode_speculative
 
-                yield from decode_speculative(self.model, self.drafter, prompt_ids, params, stop,
-                                              stats, self.planner_for(params))
+                yield from decode_speculative(self.model, self.drafter, prompt_ids, params, stop, stats, planner)
             else:
                 for token in decode_autoregressive(self.model, prompt_ids, params, stop, stats,
                                                    prefixes=self.prefixes, prefix_len=prefix_len):
@@ -129,14 +159,14 @@ class Generator:
         stops = list(stops) if stops is not None else [self.stop_checker(p) for p in params]
         for ids, p in zip(prompts, params):
             self.check_fits(len(ids), p.max_new_tokens)
-        if not (speculative and self.can_speculate) or len(prompts) == 1:
+        sampled = [p for p in params if not p.greedy]
+        config = self.planner_for(sampled[0] if sampled else params[0]) if speculative else None
+        if config is None or len(prompts) == 1:
             lens = prefix_lens or [0] * len(prompts)
             return [self.generate(ids, p, speculative=speculative, stats=s, stop=st, prefix_len=n)
                     for ids, p, s, st, n in zip(prompts, params, stats, stops, lens)]
         from .speculative.batch import decode_speculative_batch
 
-        sampled = [p for p in params if not p.greedy]
-        config = self.planner_for(sampled[0] if sampled else params[0])
         outputs: list[list[int]] = [[] for _ in prompts]
         with self.lock:
             for index, tokens in decode_speculative_batch(self.model, self.drafter, prompts, params, stops,

@@ -82,6 +82,11 @@ def _gguf_source(name: str, gguf: Path) -> ModelSource:
     return ModelSource(name, cache_root() / "models" / f"{name}-{_file_key(gguf)}", gguf)
 
 
+#: bumped when a prepared tuned directory gains files; v2 keeps a copy of the merged adapter
+#: (engine.weights.adapters.ADAPTER_COPY: the int4 precision takes it back out)
+TUNED_LAYOUT = "v2"
+
+
 def shipped_adapter() -> Path | None:
     """promptx's adapter for the embedded model, when this installation ships one."""
     return SHIPPED_ADAPTER if SHIPPED_ADAPTER.is_file() else None
@@ -91,7 +96,7 @@ def _embedded_source(tuned: bool) -> ModelSource:
     gguf, adapter = embedded_gguf(), shipped_adapter()
     if not tuned or adapter is None:
         return _gguf_source(BASE_NAME if adapter else EMBEDDED_NAME, gguf)
-    key = f"{_file_key(gguf)}-{_file_key(adapter)}"
+    key = f"{_file_key(gguf)}-{_file_key(adapter)}-{TUNED_LAYOUT}"
     return ModelSource(EMBEDDED_NAME, cache_root() / "models" / f"{EMBEDDED_NAME}-tuned-{key}", gguf, adapter)
 
 

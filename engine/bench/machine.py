@@ -25,7 +25,7 @@ def machine_info(model) -> dict:
 
     device = model.lm_head.weight.device
     info = {"cpu_model": cpu_name(), "cpu_count": os.cpu_count(), "torch_version": torch.__version__,
-            "torch_threads": torch.get_num_threads(), "dtype": str(model.dtype).removeprefix("torch."),
+            "torch_threads": torch.get_num_threads(), "dtype": model.precision,
             "device": str(device), "fast_bf16": cpu_has_fast_bf16(), "python": platform.python_version(),
             "platform": platform.platform()}
     if device.type == "cuda":

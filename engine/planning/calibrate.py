@@ -44,7 +44,7 @@ def cost_key(model, drafter) -> CostKey:
     drafter_id = hashlib.sha256(shape.encode()).hexdigest()[:6]
     weight = model.embed_tokens.weight
     return CostKey(device=device_name(weight.device), model=f"{target_fingerprint(model)}-{drafter_id}",
-                   dtype=str(weight.dtype).removeprefix("torch."), threads=torch.get_num_threads())
+                   dtype=model.precision, threads=torch.get_num_threads())
 
 
 def median_seconds(run: Callable[[], object], repeats: int) -> float:

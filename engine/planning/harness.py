@@ -32,12 +32,15 @@ from ..decode.stats import DecodeStats
 from ..decode.stopping import StopChecker
 from ..runtime.model import Transformer
 from ..speculative.drafter import Drafter
-from ..speculative.loop import DraftPass, DraftState, decode_speculative
+from ..speculative.loop import DraftPass, DraftState, FixedTree, decode_speculative
 from ..speculative.planner import Planner, TreeConfig
 from ..speculative.tree import DraftTree, TreeExpansion, select_top_nodes
 from .acceptance import AcceptanceCalibrator
 from .cost_table import CostTable, CostTableError, table_path
 from .policy import best_verify_count, choose_width
+
+
+SAMPLING_CONTEXT = 256     # context length at which ``Harness.for_sampling`` compares costs
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,19 @@ class Harness(Planner):
                          "predicted_verify_s": verify(tree.size + 1),
                          "confidence": confidence[tree.pool_indices].tolist() if tree.size else []}
         return tree
+
+    # ---- seeded sampling ----------------------------------------------------------------------------
+    def for_sampling(self) -> Planner | None:
+        """The drafter's fixed tree (``TreeConfig()``) where the cost table predicts it beats plain
+        decoding at batch 1, else None (plain). Predicted from the table alone, with the prior
+        acceptance ``child_accept`` per level along the tree's best path, so a seed gives the same
+        text every time on this device."""
+        tree, context, costs = TreeConfig(), SAMPLING_CONTEXT, self.costs
+        expected_tokens = 1 + sum(self.config.child_accept ** d for d in range(1, tree.max_depth + 1))
+        round_s = (costs.draft_seconds(1, 1) + (tree.max_depth - 1) * costs.draft_seconds(tree.top_k, 1)
+                   + costs.verify_seconds(tree.budget + 1, context, 1))
+        plain_s = costs.verify_seconds(1, context, 1)
+        return FixedTree(tree) if round_s / expected_tokens * (1 + self.config.pace_margin) < plain_s else None
 
     # ---- plain steps (batch 1) -----------------------------------------------------------------
     def plain_steps(self, context: int) -> int:

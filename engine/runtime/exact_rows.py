@@ -81,12 +81,20 @@ class PaddedLinear(nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // self.in_features
-        need = min_exact_rows(self.weight)
+        need = self._need()
         if rows >= need:
             return F.linear(x, self.weight, self.bias)
         flat = x.reshape(rows, self.in_features)
         padded = torch.cat([flat, flat.new_zeros(need - rows, self.in_features)])
         return F.linear(padded, self.weight, self.bias)[:rows].reshape(*x.shape[:-1], self.out_features)
+
+    def _need(self) -> int:
+        """``min_exact_rows`` of this weight at the current thread count, remembered per layer."""
+        threads = torch.get_num_threads()
+        known = self.__dict__.setdefault("_needs", {})
+        if threads not in known:
+            known[threads] = min_exact_rows(self.weight)
+        return known[threads]
 
 
 def make_rows_exact(model: Transformer) -> Transformer:

@@ -103,6 +103,7 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
         self.config, self.dtype = cfg, dtype
+        self.precision = str(dtype).removeprefix("torch.")   # "int4" once quantized (engine.runtime.int4)
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, _weight=_embedding_init(cfg, dtype))
         self.layers = nn.ModuleList(Block(cfg, dtype) for _ in range(cfg.num_hidden_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)

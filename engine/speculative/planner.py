@@ -66,6 +66,11 @@ class Planner(ABC):
                       draft_s: float, verify_s: float, stats: Sequence["DecodeStats"]) -> None:
         """Outcome of one batched round (default: nothing to learn)."""
 
+    def for_sampling(self) -> "Planner | None":
+        """The planner a seeded sampled decode uses instead (one that is not ``adaptive``, so the
+        same seed gives the same text), or None to decode plainly. Default: itself."""
+        return self
+
     def plain_steps(self, context: int) -> int:
         """Plain decoding steps to take before the next draft (default 0: draft every round)."""
         return 0

@@ -96,6 +96,31 @@ def load_transformer(model_dir: str | Path, dtype: torch.dtype = torch.float32,
     return model.to(device).eval()
 
 
+def load_int4(model_dir: str | Path, device: str | torch.device = "cpu") -> tuple[Transformer, ChatTokenizer, float]:
+    """The model with 4-bit weights (``engine.runtime.int4``; a merged adapter taken back out and
+    kept as low-rank terms), its tokenizer, and how far its weights moved (the largest
+    ``grid_distance``, in quantization steps: ~0 for a model that was 4-bit already). Restored
+    from ``engine.weights.int4_store`` when a previous process stored it."""
+    from ..runtime.int4 import quantize_int4
+    from .adapters import split_adapter
+    from .int4_store import load_stored_int4, save_int4, store_path
+
+    if torch.device(device).type != "cpu":
+        raise ValueError("int4 runs on the CPU only; use bfloat16 on a GPU")
+    path = store_path(model_dir, model_identity(model_dir))
+    stored = load_stored_int4(model_dir, path) if path.is_file() else None
+    if stored is not None:
+        model, distance = stored
+    else:
+        model = load_transformer(model_dir, torch.float32, device)
+        distance = quantize_int4(model, split_adapter(model, model_dir))
+        try:
+            save_int4(model, distance, path)
+        except OSError:
+            pass                                   # a read-only cache: quantize again next time
+    return model, ChatTokenizer(model_dir), distance
+
+
 def model_identity(model_dir: str | Path) -> str:
     """A string that changes when the model directory's weights change (path, sizes, mtimes)."""
     model_dir = Path(model_dir).resolve()

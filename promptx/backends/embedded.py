@@ -180,6 +180,9 @@ class EmbeddedBackend(Backend):
 
     @staticmethod
     def _output(text: str, prompt_ids: list[int], stats, latency: float, speculative: bool) -> GenerationOutput:
+        """``speculative``: whether it was asked for; reported only if a round drafted (the planner
+        may decode plainly where speculation does not pay, e.g. ``Harness.for_sampling``)."""
+        speculative = speculative and bool(stats.accepted_lengths)
         return GenerationOutput(
             text=text, prompt_tokens=len(prompt_ids), completion_tokens=stats.new_tokens,
             finish_reason=stats.finish_reason or "length", latency_s=latency,

@@ -317,7 +317,7 @@ def suite_file(name: str) -> Path:
 @click.option("--num-prompts", type=click.IntRange(min=1), help="Use the first N prompts of the file.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--peers", default="transformers,llamacpp", show_default=True, help="Peers to compare: transformers, llamacpp, mixed, int8 (promptx's plain decoder in that precision), or none.")
-@click.option("--dtype", default="auto", show_default=True, help="float32, bfloat16 or auto.")
+@click.option("--dtype", default="auto", show_default=True, help="float32, bfloat16, int4 or auto (int4 where it is faster and lossless, else bf16 where native, else float32).")
 @click.option("--device", help="cpu or cuda (default: cuda when available).")
 @click.option("--threads", type=click.IntRange(min=1), help="torch threads (default: torch's own choice).")
 @click.option("--no-warmup", is_flag=True, help="Skip the warm-up decode of each run.")

@@ -52,7 +52,7 @@ def summary_lines(table) -> list[str]:
 @click.option("--batches", help="Concurrent sequences (default 1,2,4,8).")
 @click.option("--widths", help="Drafter frontier widths (default 1,2,4,8,16,32,64).")
 @click.option("--repeats", type=click.IntRange(1, 50), help="Timed repeats per point; the median is kept (default 3).")
-@click.option("--dtype", default="auto", show_default=True, help="float32, bfloat16 or auto.")
+@click.option("--dtype", default="auto", show_default=True, help="float32, bfloat16, int4 or auto (int4 where it is faster and lossless, else bf16 where native, else float32).")
 @click.option("--device", help="cpu or cuda (default: cuda when available).")
 @click.option("--threads", type=click.IntRange(min=1), help="torch threads (default: torch's own choice).")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False),

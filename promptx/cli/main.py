@@ -123,9 +123,11 @@ def _read_prompt(prompt: str | None) -> str:
 @click.option("--planner", type=click.Choice(("harness", "tree")), default="harness", show_default=True,
               help="Draft tree sizing: the cost-aware harness or the drafter's fixed tree.")
 @click.option("--dtype", default="auto", show_default=True,
-              help="Model precision: auto (the fastest here), float32, bfloat16, float16, mixed (fp32 prompt, "
-                   "bf16 token steps; the auto choice on CPUs without native bf16) or int8 (lower quality). "
-                   "mixed and int8 decode without speculation: use float32 for it on such CPUs.")
+              help="Model precision: auto (the fastest here), float32, bfloat16, float16, int4 (4-bit weights, "
+                   "bf16 activations, speculation kept; the auto choice on CPUs with native bf16 for models whose "
+                   "weights are 4-bit already, like the embedded one), mixed (fp32 prompt, bf16 token steps; the "
+                   "auto choice on CPUs without native bf16) or int8 (lower quality). mixed and int8 decode "
+                   "without speculation: use float32 for it on such CPUs.")
 @click.option("--backend", help="embedded (default), openai, or a backend named in the promptx config file.")
 @click.option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (implies --backend "
               "openai; env PROMPTX_BASE_URL). The key comes from $PROMPTX_API_KEY.")

@@ -290,3 +290,29 @@ def test_the_cost_table_is_loaded_at_the_first_decode_not_when_the_harness_is_bu
     assert loads == []
     assert harness.verify_seconds(4, 256) > 0 and harness.verify_seconds(8, 256) > 0
     assert loads == [1]
+
+
+# ---- seeded sampling ----------------------------------------------------------------------------------
+def test_sampling_gets_the_fixed_tree_where_the_table_says_it_pays_and_plain_decoding_elsewhere():
+    from engine.speculative.loop import FixedTree
+
+    cheap_rows = Harness(synthetic_table(0.0005))      # a 17-token pass costs ~the same as one token
+    planner = cheap_rows.for_sampling()
+    assert isinstance(planner, FixedTree) and not planner.adaptive
+    dear_rows = Harness(synthetic_table(0.05))          # each token costs half a single-token pass
+    assert dear_rows.for_sampling() is None
+    assert FixedTree().for_sampling() is not None
+
+
+def test_a_generator_decodes_sampled_requests_plainly_when_its_harness_says_so(one_thread):
+    from engine.decode.sampling import SamplingParams
+    from engine.generator import Generator
+    from engine.speculative.loop import FixedTree
+
+    target = make_tiny_target()
+    generator = Generator(target, tokenizer=None, drafter=make_tiny_drafter(target),
+                          planner=Harness(synthetic_table(0.05)))
+    assert generator.planner_for(SamplingParams(temperature=0.8, seed=1)) is None
+    assert isinstance(generator.planner_for(SamplingParams()), Harness)       # greedy: the harness itself
+    generator.planner = Harness(synthetic_table(0.0005))
+    assert isinstance(generator.planner_for(SamplingParams(temperature=0.8, seed=1)), FixedTree)

@@ -86,13 +86,17 @@ def test_shipped_drafter_is_trained_and_lossless(pair, model_dir):
 
 
 def test_enhance_uses_the_shipped_drafter(model_dir):
-    """In an exact precision the Enhancer finds the drafter and decodes speculatively with the harness
-    (which sizes trees for speed on this device, so its tau is lower than a big fixed tree's)."""
+    """In an exact precision the Enhancer finds the drafter and decodes speculatively with it (the
+    drafter's fixed tree here: the harness would decode a seeded sample plainly wherever its cost
+    table says speculation does not pay, which depends on the machine)."""
     import promptx
 
-    enhancer = promptx.Enhancer(quiet=True, dtype="float32")
+    enhancer = promptx.Enhancer(quiet=True, dtype="float32", planner="tree")
     result = enhancer.enhance("a red fox in a snowy forest", "image", seed=2, max_new_tokens=64)
     assert result.stats.speculative and result.stats.acceptance_length > 1.1
+    plain = promptx.Enhancer(quiet=True, dtype="float32", speculative=False)
+    result = plain.enhance("a red fox in a snowy forest", "image", seed=2, max_new_tokens=64)
+    assert not result.stats.speculative and result.stats.acceptance_length is None
 
 
 def test_the_fastest_precision_decodes_plainly_without_loading_the_drafter(model_dir):
@@ -117,11 +121,11 @@ BF16_PROMPTS = [
 ]
 
 
-def test_bf16_speculative_decoding_equals_bf16_plain_decoding(model_dir):
+@pytest.mark.parametrize("dtype", ["bfloat16", "int4"])
+def test_half_precision_speculative_decoding_equals_plain_decoding(model_dir, dtype):
     """Where bf16 is native (the default precision speculates there), greedy tree decoding through a
-    Generator (exact half precision: engine.runtime.exact_rows) equals plain decoding token for token."""
-    import torch
-
+    Generator (exact half precision: engine.runtime.exact_rows; 4-bit weights: engine.runtime.int4)
+    equals plain decoding in the same precision, token for token."""
     from engine.decode.autoregressive import decode_autoregressive
     from engine.decode.sampling import SamplingParams
     from engine.decode.stopping import StopChecker
@@ -134,9 +138,11 @@ def test_bf16_speculative_decoding_equals_bf16_plain_decoding(model_dir):
     from promptx.profiles.render import render_messages
 
     if not cpu_has_fast_bf16():
-        pytest.skip("no native bf16 on this CPU: bf16 is not a default here, and emulated bf16 is not checked")
-    generator = Generator.from_dir(model_dir, dtype=torch.bfloat16)
+        pytest.skip("no native bf16 on this CPU: bf16 and int4 are not defaults here, and emulated bf16 is not checked")
+    generator = Generator.from_dir(model_dir, dtype=dtype)
+    assert generator.exact_batches, f"{dtype}: rows of a pass are not computed independently on this CPU"
     model, tokenizer = generator.model, generator.tokenizer
+    assert model.precision == dtype
     drafter, _ = load_drafter_for(model, find_drafter(model))
     registry, style = default_registry(), prompt_style_of(model_dir)
     for target, prompt in BF16_PROMPTS:

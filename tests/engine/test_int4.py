@@ -1,0 +1,162 @@
+"""4-bit weights (dtype "int4"): packing, the layer, row independence, lossless speculation.
+
+On a tiny random model; the real-model check (greedy speculative == plain in int4) is in
+tests/promptx/test_shipped_drafter.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from engine.runtime.device import INT4, parse_dtype
+from engine.runtime.int4 import GROUP, WIDE_ROWS, Int4Linear, Int8Linear, int4_available, pack_int4, quantize_int4, \
+    rows_are_independent
+from tests.tiny import make_tiny_drafter, make_tiny_target
+
+pytestmark = pytest.mark.skipif(not int4_available(), reason="this PyTorch build has no CPU int4 kernels")
+
+
+def test_weights_on_a_4_bit_grid_are_packed_without_loss():
+    gen = torch.Generator().manual_seed(0)
+    rows, groups = 48, 4
+    codes = torch.randint(0, 16, (rows, groups, GROUP), generator=gen).float()
+    codes[..., 0], codes[..., 1] = 0, 15             # every group spans the full code range
+    scale = (torch.rand(rows, groups, 1, generator=gen) * 0.01 + 0.001).to(torch.bfloat16).float()
+    offset = (torch.randn(rows, groups, 1, generator=gen) * 0.05).to(torch.bfloat16).float()
+    weight = ((codes - 8) * scale + offset).reshape(rows, groups * GROUP)
+    _, _, dequantized = pack_int4(weight)
+    assert torch.equal(dequantized, weight)
+
+
+def test_any_weight_is_within_half_a_step_of_its_4_bit_version():
+    weight = torch.randn(64, 96) * 0.1
+    _, scales_offsets, dequantized = pack_int4(weight)
+    step = scales_offsets[..., 0].float().t().repeat_interleave(GROUP, dim=1)   # [N, K]
+    assert ((dequantized.float() - weight).abs() <= step * 0.51 + 1e-3).all()
+    with pytest.raises(ValueError, match="multiple of 32"):
+        pack_int4(torch.randn(8, 40))
+
+
+def test_the_layer_computes_x_times_its_4_bit_weight_in_both_paths():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(96, 80, bias=True, dtype=torch.bfloat16)
+    layer = Int4Linear(linear)
+    for rows in (1, 7, WIDE_ROWS + 3):                 # the int4 kernel, then the wide bf16 path
+        x = torch.randn(1, rows, 96).to(torch.bfloat16)
+        want = F.linear(x.float(), layer.weight.float(), layer.bias.float())
+        got = layer(x)
+        assert got.shape == (1, rows, 80) and got.dtype == torch.bfloat16
+        assert torch.allclose(got.float(), want, rtol=2e-2, atol=2e-2)
+
+
+def test_each_row_of_a_pass_is_computed_as_alone_where_the_probe_says_so():
+    torch.manual_seed(0)
+    layer = Int4Linear(torch.nn.Linear(128, 256, bias=False, dtype=torch.bfloat16))
+    x = (torch.randn(33, 128) * torch.randn(33, 128).exp()).to(torch.bfloat16)
+    with torch.inference_mode():
+        alone = torch.cat([layer(x[i:i + 1]) for i in range(33)])
+        same = all(torch.equal(layer(x[:rows]), alone[:rows]) for rows in (2, 9, 17, 33))
+    if rows_are_independent(torch.get_num_threads()):
+        assert same
+    else:
+        pytest.skip("this CPU's int4 kernel mixes rows: int4 decodes plainly here (Generator.exact_batches False)")
+
+
+def test_int4_parses_and_quantizes_every_linear_layer():
+    assert parse_dtype("INT4", "cpu") == INT4
+    model = make_tiny_target()
+    distance = quantize_int4(model)
+    assert model.precision == "int4" and model.dtype == torch.bfloat16
+    assert model.embed_tokens.weight.dtype == torch.bfloat16 and model.norm.weight.dtype == torch.float32
+    assert not any(type(m) is torch.nn.Linear for m in model.modules())
+    assert sum(isinstance(m, Int4Linear) for m in model.modules()) == 4 * len(model.layers)
+    assert isinstance(model.lm_head, Int8Linear)
+    assert 0.3 < distance < 0.6     # random weights: up to half a step (plus bf16 scale rounding) off the grid
+    with pytest.raises(ValueError, match="does not have"):
+        quantize_int4(make_tiny_target(), {"layers.0.nope": (torch.zeros(2, 64), torch.zeros(64, 2))})
+
+
+def test_low_rank_terms_add_what_a_merged_adapter_adds():
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(96, 80, bias=False)
+    a, b = torch.randn(4, 96) * 0.1, torch.randn(80, 4) * 0.1
+    plain, tuned = Int4Linear(linear), Int4Linear(linear, (a, b))
+    x = torch.randn(3, 96).to(torch.bfloat16)
+    added = (tuned(x) - plain(x)).float()
+    assert torch.allclose(added, x.float() @ (b @ a).t(), rtol=0.05, atol=0.02)
+
+
+def test_a_merged_adapter_is_split_back_out_of_a_prepared_directory(tmp_path):
+    """The int4 loader takes the adapter out of the merged weights: the base comes back (to fp32
+    precision) and the low-rank terms are the adapter's."""
+    from engine.training.lora import AdapterInfo, apply_adapter_to_dir, attach_lora, save_adapter
+    from engine.weights.adapters import ADAPTER_COPY, split_adapter
+    from engine.weights.loading import load_transformer
+    from tests.engine.test_lora import save_hf_dir
+
+    base_dir = tmp_path / "model"
+    save_hf_dir(make_tiny_target(), base_dir)
+    base = load_transformer(base_dir)
+    tuned = load_transformer(base_dir)
+    info = attach_lora(tuned, rank=4, alpha=8.0)
+    with torch.no_grad():
+        for name, p in tuned.named_parameters():
+            if "lora_" in name:
+                p.normal_(0, 0.05)
+    save_adapter(tuned, tmp_path / "adapter.safetensors", info)
+    apply_adapter_to_dir(base_dir, tmp_path / "adapter.safetensors")
+    assert (base_dir / ADAPTER_COPY).is_file()
+    merged = load_transformer(base_dir)
+    terms = split_adapter(merged, base_dir)
+    assert set(terms) == {n for n, m in base.named_modules() if type(m) is torch.nn.Linear and n != "lm_head"}
+    for name, module in base.named_modules():
+        if name in terms:
+            assert torch.allclose(merged.get_submodule(name).weight, module.weight, atol=1e-6)
+    quantize_int4(merged, terms)
+    assert all(m.down is not None for m in merged.modules() if isinstance(m, Int4Linear))
+
+
+def test_greedy_speculative_decoding_in_int4_equals_plain_decoding(one_thread):
+    from engine.decode.autoregressive import decode_autoregressive
+    from engine.decode.sampling import SamplingParams
+    from engine.decode.stopping import StopChecker
+    from engine.runtime.exact_rows import make_rows_exact
+    from engine.speculative.loop import FixedTree, TreeConfig, decode_speculative
+
+    if not rows_are_independent(torch.get_num_threads()):
+        pytest.skip("this CPU's int4 kernel mixes rows: no lossless speculation in int4 here")
+    model = make_tiny_target()
+    quantize_int4(model)
+    make_rows_exact(model)
+    drafter = make_tiny_drafter(model).to(torch.bfloat16).attach(model)
+    params = SamplingParams(max_new_tokens=48)
+    for seed in range(3):
+        prompt = torch.randint(0, 128, (20,), generator=torch.Generator().manual_seed(seed)).tolist()
+        plain = list(decode_autoregressive(model, prompt, params, StopChecker((), 48)))
+        fast = [t for chunk in decode_speculative(model, drafter, prompt, params, StopChecker((), 48),
+                                                  planner=FixedTree(TreeConfig(budget=8))) for t in chunk]
+        assert fast == plain
+
+
+def test_a_stored_int4_model_comes_back_bit_for_bit_and_a_damaged_store_is_ignored(tmp_path):
+    from engine.weights.int4_store import load_stored_int4, save_int4
+    from tests.engine.test_lora import save_hf_dir
+
+    model_dir = tmp_path / "model"
+    save_hf_dir(make_tiny_target(), model_dir)
+    model = make_tiny_target()
+    out = model.layers[0].self_attn.qkv_proj.out_features
+    a, b = torch.randn(4, 64) * 0.1, torch.randn(out, 4) * 0.1       # low-rank terms on one layer
+    distance = quantize_int4(model, {"layers.0.self_attn.qkv_proj": (a, b)})
+    path = tmp_path / "store" / "tiny.safetensors"
+    save_int4(model, distance, path)
+    restored, stored_distance = load_stored_int4(model_dir, path)
+    assert stored_distance == distance and restored.precision == "int4"
+    assert restored.layers[0].self_attn.qkv_proj.down is not None
+    tokens = torch.tensor([list(range(3, 40))])
+    with torch.inference_mode():
+        assert torch.equal(restored(tokens, restored.new_cache(64)).logits, model(tokens, model.new_cache(64)).logits)
+    path.write_bytes(path.read_bytes()[:1000])
+    assert load_stored_int4(model_dir, path) is None
