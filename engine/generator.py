@@ -62,7 +62,10 @@ class Generator:
         """``dtype`` "auto" (or None): 4-bit weights where ``prefers_int4`` and the model's weights
         are 4-bit already (nothing changes but speed), else ``default_dtype``."""
         if dtype in (None, AUTO) and prefers_int4(device):
-            generator = cls._from_dir_int4(model_dir, device, max_grid_distance=LOSSLESS_GRID_DISTANCE)
+            try:
+                generator = cls._from_dir_int4(model_dir, device, max_grid_distance=LOSSLESS_GRID_DISTANCE)
+            except ValueError:              # e.g. layer sizes the 4-bit groups do not divide: bf16 then
+                generator = None
             if generator is not None:
                 return generator
         dtype = parse_dtype(dtype, device)

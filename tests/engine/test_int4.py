@@ -160,3 +160,16 @@ def test_a_stored_int4_model_comes_back_bit_for_bit_and_a_damaged_store_is_ignor
         assert torch.equal(restored(tokens, restored.new_cache(64)).logits, model(tokens, model.new_cache(64)).logits)
     path.write_bytes(path.read_bytes()[:1000])
     assert load_stored_int4(model_dir, path) is None
+
+
+@pytest.mark.slow
+def test_auto_picks_int4_for_the_embedded_model_only_where_it_pays_and_changes_no_weight(model_dir):
+    from engine.generator import Generator
+    from engine.runtime.device import default_dtype, prefers_int4
+
+    generator = Generator.from_dir(model_dir, dtype="auto")
+    expected = "int4" if prefers_int4("cpu") else str(default_dtype("cpu")).removeprefix("torch.")
+    assert generator.model.precision == expected
+    # the embedded weights sit ~0.05 step off the 4-bit grid (bf16 scales): a stricter bound refuses them
+    assert Generator._from_dir_int4(model_dir, "cpu", max_grid_distance=0.01) is None
+    assert Generator._from_dir_int4(model_dir, "cpu").model.precision == "int4"
