@@ -188,12 +188,15 @@ class Int4Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.to(torch.bfloat16)
         out = _rows_through(x, self, self._kernel)
-        if self.down is not None:
-            out = out + self.up(self.down(x))
+        if self.down is not None and x.numel() // self.in_features > WIDE_ROWS:
+            out = out + self.up(self.down(x))               # (the kernel path adds them itself)
         return out if self.bias is None else out + self.bias
 
     def _kernel(self, flat: torch.Tensor) -> torch.Tensor:
-        return torch._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_offsets)
+        out = torch._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_offsets)
+        if self.down is not None:       # straight to the kernels: a module call per term cost ~2 ms a token
+            out = out + self.up._kernel(self.down._kernel(flat))
+        return out
 
 
 def quantize_int4(model: Transformer, low_rank: dict[str, LowRank] | None = None) -> float:
