@@ -17,14 +17,13 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
 
 import torch
 
-from ..weights.cache_dir import cache_root
+from ..weights.cache_dir import cache_root, evict_oldest
 
 FORMAT = 1
 
@@ -105,29 +104,12 @@ class PrefixCache:
             save_file({"k": entry[0].cpu().contiguous(), "v": entry[1].cpu().contiguous()}, tmp)
             os.replace(tmp, self.directory / f"{key}.safetensors")
             tmp = None
-            self._evict()
+            evict_oldest(self.directory, self.disk_entries)
         except (OSError, SafetensorError):
             pass                 # a read-only or full cache disk only costs speed
         finally:
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
-
-    def _evict(self) -> None:
-        stale = time.time() - 3600
-        for path in self.directory.glob("*.tmp"):          # left by a killed process
-            try:
-                if path.stat().st_mtime < stale:
-                    path.unlink()
-            except OSError:
-                pass
-        files = []
-        for path in self.directory.glob("*.safetensors"):
-            try:
-                files.append((path.stat().st_mtime, path))
-            except OSError:
-                pass                                       # evicted by another process meanwhile
-        for _, path in sorted(files)[:max(0, len(files) - self.disk_entries)]:
-            path.unlink(missing_ok=True)
 
 
 def prefill_split(model, prompt_ids: Sequence[int], cache, prefixes: PrefixCache, prefix_len: int):

@@ -2,12 +2,13 @@
 
 ``engine.weights.loading.load_int4`` saves a model here after quantizing it and
 restores it from here next time: one safetensors file per model directory,
-``$PROMPTX_CACHE/int4/<key>.safetensors`` (~350 MB for the embedded model: the
+``$PROMPTX_CACHE/int4/<dir name>-<key>.safetensors`` (~390 MB for the embedded model: the
 packed 4-bit weights, their bf16 copies for prompt passes, the 8-bit head and
 low-rank terms, embeddings and norms). The key covers the directory's weight
 files (path, sizes, modification times), the torch version and the CPU
-capability torch dispatches to (the packed layout is the kernel's). Best
-effort: a missing, unreadable or unwritable store means quantizing again.
+capability torch dispatches to (the packed layout is the kernel's); the
+``KEEP`` most recently used stay. Best effort: a missing, unreadable or
+unwritable store means quantizing again.
 
 Not here: quantizing (``engine.runtime.int4``).
 """
@@ -24,9 +25,10 @@ from torch import nn
 from ..runtime.config import ModelConfig
 from ..runtime.int4 import Int4Linear, Int8Linear
 from ..runtime.model import Transformer
-from .cache_dir import cache_root
+from .cache_dir import cache_root, evict_oldest
 
 FORMAT = "int4-store-1"
+KEEP = 3        # stores kept (models x torch versions x CPU capabilities), least recently used go first
 ALIGN = 64      # bytes: torch's own allocations are aligned so; a tensor read from the file may not be
 
 
@@ -49,13 +51,14 @@ def save_int4(model: Transformer, distance: float, path: Path) -> None:
     tensors.update({name: p.data for name, p in model.named_parameters() if not name.startswith(("lm_head.",))
                     and name not in tensors})
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
     try:
         save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp),
                   metadata={"format": FORMAT, "grid_distance": repr(distance), "tied": str(tied)})
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+    evict_oldest(path.parent, KEEP)
 
 
 def load_stored_int4(model_dir: str | Path, path: Path) -> tuple[Transformer, float] | None:
@@ -71,9 +74,14 @@ def load_stored_int4(model_dir: str | Path, path: Path) -> tuple[Transformer, fl
         tensors = {k: v if v.data_ptr() % ALIGN == 0 else v.clone() for k, v in load_file(str(path)).items()}
         if meta.get("format") != FORMAT:
             return None
-        return _restore(ModelConfig.from_file(Path(model_dir) / "config.json"), tensors, meta)
+        restored = _restore(ModelConfig.from_file(Path(model_dir) / "config.json"), tensors, meta)
     except Exception:          # a damaged or foreign file: quantize again (safetensors raises its own types)
         return None
+    try:
+        os.utime(path)         # recently used: evicted last
+    except OSError:
+        pass
+    return restored
 
 
 def _restore(cfg: ModelConfig, tensors: dict[str, torch.Tensor], meta: dict) -> tuple[Transformer, float] | None:

@@ -173,3 +173,23 @@ def test_auto_picks_int4_for_the_embedded_model_only_where_it_pays_and_changes_n
     # the embedded weights sit ~0.05 step off the 4-bit grid (bf16 scales): a stricter bound refuses them
     assert Generator._from_dir_int4(model_dir, "cpu", max_grid_distance=0.01) is None
     assert Generator._from_dir_int4(model_dir, "cpu").model.precision == "int4"
+
+
+def test_only_the_most_recently_used_stores_are_kept(tmp_path):
+    import os
+    import time
+
+    from engine.weights.cache_dir import evict_oldest
+
+    now = time.time()
+    for i in range(5):
+        path = tmp_path / f"model-{i}.safetensors"
+        path.write_bytes(b"x")
+        os.utime(path, (now - 100 + i, now - 100 + i))      # model-4 most recent
+    old_tmp, new_tmp = tmp_path / "model-9.123.tmp", tmp_path / "model-8.456.tmp"
+    old_tmp.write_bytes(b"x")
+    new_tmp.write_bytes(b"x")
+    os.utime(old_tmp, (now - 7200, now - 7200))
+    evict_oldest(tmp_path, keep=3)
+    assert sorted(p.name for p in tmp_path.glob("*.safetensors")) == [f"model-{i}.safetensors" for i in (2, 3, 4)]
+    assert not old_tmp.exists() and new_tmp.exists()          # a writer may still be busy with the new one
