@@ -114,10 +114,12 @@ def load_int4(model_dir: str | Path, device: str | torch.device = "cpu") -> tupl
     else:
         model = load_transformer(model_dir, torch.float32, device)
         distance = quantize_int4(model, split_adapter(model, model_dir))
+        from safetensors import SafetensorError
+
         try:
             save_int4(model, distance, path)
-        except OSError:
-            pass                                   # a read-only cache: quantize again next time
+        except (OSError, SafetensorError):
+            pass                                   # a read-only or full cache: quantize again next time
     return model, ChatTokenizer(model_dir), distance
 
 

@@ -193,3 +193,14 @@ def test_only_the_most_recently_used_stores_are_kept(tmp_path):
     evict_oldest(tmp_path, keep=3)
     assert sorted(p.name for p in tmp_path.glob("*.safetensors")) == [f"model-{i}.safetensors" for i in (2, 3, 4)]
     assert not old_tmp.exists() and new_tmp.exists()          # a writer may still be busy with the new one
+
+
+@pytest.mark.slow
+def test_an_unwritable_cache_only_costs_quantizing_again(model_dir, tmp_path, monkeypatch):
+    from engine.weights.loading import load_int4
+
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    monkeypatch.setenv("PROMPTX_CACHE", str(blocked))        # the store's folder cannot be made
+    model, _, distance = load_int4(model_dir)
+    assert model.precision == "int4" and distance < 0.1
