@@ -36,6 +36,8 @@ def decode_group(generator, drafter, run, prompt_ids: Sequence[Sequence[int]], p
                                                  stops, stats, planner):
         tokens[index].extend(chunk)
     share = (time.perf_counter() - started) / len(prompt_ids)
+    for s in stats:              # each row reports the whole batch's prefill: share it out like the latency
+        s.prefill_s /= len(prompt_ids)
     return [Sample(t, share, s) for t, s in zip(tokens, stats)]
 
 
