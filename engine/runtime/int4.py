@@ -50,9 +50,11 @@ def int4_available() -> bool:
         "_weight_int4pack_mm_for_cpu", "_convert_weight_to_int4pack_for_cpu", "_weight_int8pack_mm"))
 
 
-def pack_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(packed codes, scales and offsets [K/GROUP, N, 2] bf16, the dequantized weight in fp32)
-    of a float weight [N, K]; K must be a multiple of ``GROUP``."""
+def pack_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    """(packed codes, scales and offsets [K/GROUP, N, 2] bf16, the dequantized weight in fp32,
+    grid distance) of a float weight [N, K]; K must be a multiple of ``GROUP``. The grid
+    distance is the largest distance of a weight from its 4-bit value, in quantization steps
+    of its group: ~0 when the weights were 4-bit already, up to 0.5 for arbitrary ones."""
     out_features, in_features = weight.shape
     if in_features % GROUP:
         raise ValueError(f"int4 needs the input size to be a multiple of {GROUP}, got {in_features}")
@@ -64,20 +66,10 @@ def pack_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     scale16 = scale.to(torch.bfloat16)
     offset16 = (low + 8 * scale).to(torch.bfloat16)
     dequantized = (codes - 8) * scale16.float()[..., None] + offset16.float()[..., None]
+    distance = float(((groups - dequantized).abs().amax(-1) / scale).max())
     packed = torch._convert_weight_to_int4pack_for_cpu(codes.reshape(out_features, in_features).to(torch.int32), 1)
     scales_offsets = torch.stack([scale16, offset16], dim=-1).transpose(0, 1).contiguous()
-    return packed, scales_offsets, dequantized.reshape(out_features, in_features)
-
-
-def grid_distance(weight: torch.Tensor, dequantized: torch.Tensor) -> float:
-    """The largest distance of a weight from its 4-bit value, in quantization steps of its
-    group: ~0 when the weights were 4-bit already, up to 0.5 for arbitrary ones."""
-    out_features, in_features = weight.shape
-    weight = weight.detach()
-    diff = (weight.float() - dequantized).reshape(out_features, in_features // GROUP, GROUP)
-    groups = weight.float().reshape(out_features, in_features // GROUP, GROUP)
-    step = ((groups.amax(-1) - groups.amin(-1)) / LEVELS).clamp(min=torch.finfo(torch.float32).tiny)
-    return float((diff.abs().amax(-1) / step).max())
+    return packed, scales_offsets, dequantized.reshape(out_features, in_features), distance
 
 
 def _rows_through(x: torch.Tensor, layer: nn.Module, kernel) -> torch.Tensor:
@@ -149,8 +141,7 @@ class Int4Linear(nn.Module):
     def __init__(self, linear: nn.Linear, low_rank: LowRank | None = None) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        packed, scales_offsets, dequantized = pack_int4(linear.weight)
-        self.grid_distance = grid_distance(linear.weight, dequantized)
+        packed, scales_offsets, dequantized, self.grid_distance = pack_int4(linear.weight)
         self.register_buffer("packed", packed, persistent=False)
         self.register_buffer("scales_offsets", scales_offsets, persistent=False)
         # the same weights in bf16, for passes over WIDE_ROWS rows
@@ -202,8 +193,8 @@ class Int4Linear(nn.Module):
 def quantize_int4(model: Transformer, low_rank: dict[str, LowRank] | None = None) -> float:
     """Make a float ``model`` an int4 one, in place: every linear layer of the blocks an
     ``Int4Linear`` (with the low-rank terms of ``low_rank``, by layer name), the head an
-    ``Int8Linear``, the embeddings bf16 (norms stay fp32). Returns the largest ``grid_distance``
-    of the blocks' weights: ~0 means no weight changed."""
+    ``Int8Linear``, the embeddings bf16 (norms stay fp32). Returns the largest grid distance
+    (``pack_int4``) of the blocks' weights: ~0 means no weight changed."""
     if not int4_available():
         raise RuntimeError("this PyTorch build has no CPU int4 kernels")
     low_rank = low_rank or {}

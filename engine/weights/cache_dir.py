@@ -18,13 +18,13 @@ def cache_root() -> Path:
     return Path(root).expanduser()
 
 
-def evict_oldest(directory: Path, keep: int, pattern: str = "*.safetensors") -> None:
-    """Remove all but the ``keep`` most recently modified files matching ``pattern`` in
+def evict_oldest(directory: Path, keep: int) -> None:
+    """Remove all but the ``keep`` most recently modified ``*.safetensors`` files in
     ``directory`` (readers touch what they use), and ``*.tmp`` files older than an hour (left by
     a killed writer). Files another process removes meanwhile are skipped."""
     stale = time.time() - 3600
     files = []
-    for path in list(directory.glob(pattern)) + list(directory.glob("*.tmp")):
+    for path in list(directory.glob("*.safetensors")) + list(directory.glob("*.tmp")):
         try:
             modified = path.stat().st_mtime
         except OSError:

@@ -98,9 +98,10 @@ def load_transformer(model_dir: str | Path, dtype: torch.dtype = torch.float32,
 
 def load_int4(model_dir: str | Path, device: str | torch.device = "cpu") -> tuple[Transformer, ChatTokenizer, float]:
     """The model with 4-bit weights (``engine.runtime.int4``; a merged adapter taken back out and
-    kept as low-rank terms), its tokenizer, and how far its weights moved (the largest
-    ``grid_distance``, in quantization steps: ~0 for a model that was 4-bit already). Restored
-    from ``engine.weights.int4_store`` when a previous process stored it."""
+    kept as low-rank terms), its tokenizer, and how far its weights moved (the largest grid
+    distance of ``engine.runtime.int4.pack_int4``, in quantization steps: ~0 for a model that
+    was 4-bit already). Restored from ``engine.weights.int4_store`` when a previous process
+    stored it."""
     from ..runtime.int4 import quantize_int4
     from .adapters import split_adapter
     from .int4_store import load_stored_int4, save_int4, store_path

@@ -26,13 +26,13 @@ def test_weights_on_a_4_bit_grid_are_packed_without_loss():
     scale = (torch.rand(rows, groups, 1, generator=gen) * 0.01 + 0.001).to(torch.bfloat16).float()
     offset = (torch.randn(rows, groups, 1, generator=gen) * 0.05).to(torch.bfloat16).float()
     weight = ((codes - 8) * scale + offset).reshape(rows, groups * GROUP)
-    _, _, dequantized = pack_int4(weight)
-    assert torch.equal(dequantized, weight)
+    _, _, dequantized, distance = pack_int4(weight)
+    assert torch.equal(dequantized, weight) and distance == 0.0
 
 
 def test_any_weight_is_within_half_a_step_of_its_4_bit_version():
     weight = torch.randn(64, 96) * 0.1
-    _, scales_offsets, dequantized = pack_int4(weight)
+    _, scales_offsets, dequantized, _ = pack_int4(weight)
     step = scales_offsets[..., 0].float().t().repeat_interleave(GROUP, dim=1)   # [N, K]
     assert ((dequantized.float() - weight).abs() <= step * 0.51 + 1e-3).all()
     with pytest.raises(ValueError, match="multiple of 32"):
