@@ -25,8 +25,9 @@ from typing import Sequence
 from ..weights.cache_dir import cache_root
 
 # 2: tables of version 1 predate exact half-precision passes (row-by-row attention costs more),
-# so they are measured again
-FORMAT_VERSION = 2
+# so they are measured again; 3: denser token grid (calibrate.QUICK), older quick tables miss the
+# cost step after 4 rows
+FORMAT_VERSION = 3
 
 
 class CostTableError(ValueError):

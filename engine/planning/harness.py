@@ -11,8 +11,9 @@ harness feeds the observed acceptances back to the calibrator and corrects
 its latency predictions by the observed/predicted ratio, then records its
 choices in ``DecodeStats.rounds``. At batch 1 it also times whole rounds
 (everything the table does not model included) against plain steps and
-decodes plainly, re-measuring a round every ``plain_run`` tokens, while
-speculation is measured slower.
+decodes plainly, re-measuring a round after each run of plain steps, while
+speculation is measured slower; every re-measured round that loses doubles the
+run (up to ``max_plain_run``), so a drafter that never pays costs next to nothing.
 
 ``decode_harness`` is ``decode_speculative`` driven by a ``Harness``; the
 decode loop, verification and losslessness are the speculative decoder's.
@@ -55,6 +56,7 @@ class HarnessConfig:
     max_batch_chain: int = 8       # longest chain a batched round drafts
     explore_every: int = 16        # batched rounds: a 1-token chain this often even when predicted not to pay
     plain_run: int = 24            # batch 1: plain steps per run once speculating is measured slower
+    max_plain_run: int = 384       # ... doubled after every re-measured round that loses, up to this
     pace_smoothing: float = 0.3    # weight of a new measurement in the seconds-per-token estimates
     pace_margin: float = 0.03      # speculate unless its seconds per token are this much worse
 
@@ -80,6 +82,8 @@ class Harness(Planner):
         # measured wall seconds per emitted token, all overhead included (batch 1)
         self.pace = {"speculative": None, "plain": None}
         self._explore = False      # the next round speculates, to measure it again
+        self._plain_run = self.config.plain_run
+        self._remeasuring = False  # the current round re-measures after a plain run
 
     @classmethod
     def for_model(cls, model: Transformer, drafter: Drafter, directory: str | Path | None = None,
@@ -167,11 +171,11 @@ class Harness(Planner):
         each run one speculative round measures again, so the choice follows the device."""
         spec, plain = self.pace["speculative"], self.pace["plain"]
         if spec is None or self._explore:
-            self._explore = False
+            self._remeasuring, self._explore = self._explore, False
             return 0
         if plain is None:
             plain = self.verify_seconds(1, context)       # until measured: the table's single-token pass
-        return self.config.plain_run if spec > plain * (1 + self.config.pace_margin) else 0
+        return self._plain_run if self._slower(spec, plain) else 0
 
     def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
         if tokens <= 0:
@@ -181,6 +185,15 @@ class Harness(Planner):
         per_token = seconds / tokens
         old = self.pace[key]
         self.pace[key] = per_token if old is None else (1 - w) * old + w * per_token
+        if not plain and self.pace["plain"] is not None:
+            if not self._slower(self.pace["speculative"], self.pace["plain"]):
+                self._plain_run = self.config.plain_run
+            elif self._remeasuring:                           # the round after a plain run lost again
+                self._plain_run = min(2 * self._plain_run, self.config.max_plain_run)
+        self._remeasuring = False
+
+    def _slower(self, speculative: float, plain: float) -> bool:
+        return speculative > plain * (1 + self.config.pace_margin)
 
     # ---- batched rounds (engine.speculative.batch) ---------------------------------------------
     def batch_config(self, context: int, batch: int) -> TreeConfig:
@@ -191,8 +204,8 @@ class Harness(Planner):
         for length in range(0, min(self.config.max_batch_chain, self.max_nodes) + 1):
             if length:
                 expected += self.chain_accept ** length
-            seconds = (self.verify_scale * self.costs.verify_seconds(length + 1, context, batch)
-                       + self.draft_scale * self.costs.draft_seconds(1, batch) * (length + 1))
+            drafting = self.costs.draft_seconds(1, batch) * (length + 1) if length else 0.0   # plain: deferred
+            seconds = self.verify_scale * self.costs.verify_seconds(length + 1, context, batch) + self.draft_scale * drafting
             rate = batch * expected / seconds
             if rate > best_rate:
                 best_length, best_rate, best_seconds = length, rate, seconds

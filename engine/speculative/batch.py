@@ -8,7 +8,8 @@ smaller trees are padded with dummy tokens that see only themselves), the
 target verifies all rows in one pass, each row keeps its root + accepted path
 at [S0, S0+m) and drops the rest, and the common length grows by the largest
 m. Holes left by shorter rows are masked; when a cache would overflow, rows are
-re-packed. Finished rows leave the batch. Verification per row is
+re-packed. A plain round (budget 0) leaves the drafter alone: the tokens it
+feeds the drafter wait, and the next round that drafts feeds them all in one pass. Finished rows leave the batch. Verification per row is
 ``engine.speculative.verify``, so every row's output equals its single-sequence output
 (greedy: token for token).
 
@@ -116,6 +117,11 @@ class _Row:
     length: int = 0                  # tokens in the target cache (the root's position)
     root_out: torch.Tensor | None = None
     history: list[int] = field(default_factory=list)
+    # tokens (and the target features before them) the drafter has not been fed yet: plain
+    # rounds defer the catch-up until a round drafts again
+    pending_taps: list[torch.Tensor] = field(default_factory=list)
+    pending_tokens: list[int] = field(default_factory=list)
+    pending_first: int = 0           # position of the first pending token
 
 
 def _left_padded(rows: Sequence[_Row], device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
@@ -235,6 +241,26 @@ def drafter_catch_up(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row]
         row.root_out = out[r, len(tokens[r]) - 1]
 
 
+def defer_catch_up(row: _Row, taps: torch.Tensor, tokens: Sequence[int], first_position: int) -> None:
+    """Queue target features ``taps`` [m, 3H] and the m tokens that follow them for the drafter."""
+    if not row.pending_tokens:
+        row.pending_first = first_position
+    row.pending_taps.append(taps)
+    row.pending_tokens.extend(tokens)
+
+
+def flush_catch_up(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], config: TreeConfig) -> None:
+    """Feed every row's queued tokens to the drafter in one pass, with room left for a tree of
+    shape ``config`` (tree passes are rolled back before the next catch-up writes)."""
+    pending = max(len(row.pending_tokens) for row in rows)
+    layout.ensure_room(pending + max(config.max_depth * config.top_k, config.budget + 1))
+    if pending:
+        drafter_catch_up(drafter, layout, rows, [torch.cat(row.pending_taps) for row in rows],
+                         [row.pending_tokens for row in rows], [row.pending_first for row in rows])
+    for row in rows:
+        row.pending_taps, row.pending_tokens = [], []
+
+
 # ---- verification -----------------------------------------------------------------------------------
 def verify_batch(model: Transformer, layout: BatchLayout, rows: Sequence[_Row], trees: Sequence[DraftTree]):
     """One target pass over every row's (root, tree); logits [B, N+1, V] and taps [B, N+1, 3H]."""
@@ -313,19 +339,17 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
             yield row.index, emitted
         if not row.stop.done:
             live.append(r)
-    # drafter entries: target feature at position i + token i+1 (the last prompt feature + root)
-    if draft is not None:
-        shifted = [row.prompt[1:] + [row.root] for row in rows]
-        drafter_catch_up(drafter, draft, rows,
-                         [taps[r, width - len(row.prompt):] for r, row in enumerate(rows)], shifted, [0] * len(rows))
+    if draft is not None:       # the drafter's entries: target feature at position i + token i+1
+        for r, row in enumerate(rows):
+            defer_catch_up(row, taps[r, width - len(row.prompt):], row.prompt[1:] + [row.root], 0)
     rows = _keep(rows, live, target, draft)
     decode_started = time.perf_counter()
     while rows:
         tree_config = planner.batch_config(target.length, len(rows))
         target.ensure_room(tree_config.budget + 1)
-        if draft is not None:   # tree passes are rolled back before the catch-up writes
-            draft.ensure_room(max(tree_config.max_depth * tree_config.top_k, tree_config.budget + 1))
         t0 = time.perf_counter()
+        if tree_config.budget:
+            flush_catch_up(drafter, draft, rows, tree_config)
         trees = draft_trees(drafter, draft, rows, tree_config)
         t1 = time.perf_counter()
         logits, taps = verify_batch(model, target, rows, trees)
@@ -347,10 +371,9 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
                 live.append(r)
         kept = [result.kept_rows for result in results]
         target.commit_rows(start, kept, [row.length for row in rows])
-        if draft is not None:
-            drafter_catch_up(drafter, draft, rows, [taps[r, k] for r, k in enumerate(kept)],
-                             [result.tokens for result in results], [row.length for row in rows])
-        for row, result in zip(rows, results):
+        for r, (row, result) in enumerate(zip(rows, results)):
+            if draft is not None:
+                defer_catch_up(row, taps[r, kept[r]], result.tokens, row.length)
             row.length += len(result.tokens)
             row.root = result.tokens[-1]
         rows = _keep(rows, live, target, draft)

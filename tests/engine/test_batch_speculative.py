@@ -112,6 +112,56 @@ def test_batched_equals_single_sequence_speculative_under_sampling_seeds(one_thr
         assert got == single
 
 
+class EveryOtherRoundPlain(FixedTree):
+    """Plain rounds between drafting rounds, in both decoders (batched: budget-0 rounds); keeps
+    the tokens of every drafted tree, per sequence (``stats``: the decode's DecodeStats objects)."""
+
+    def __init__(self, config: TreeConfig, stats: list[DecodeStats]) -> None:
+        super().__init__(config)
+        self.calls, self.stats = 0, stats
+        self.drafts: list[list[list[int]]] = [[] for _ in stats]
+
+    def batch_config(self, context: int, batch: int) -> TreeConfig:
+        self.calls += 1
+        return self.config if self.calls % 2 else TreeConfig.chain(0)
+
+    def plain_steps(self, context: int) -> int:
+        self.calls += 1
+        return 0 if self.calls % 2 else 1
+
+    def observe(self, tree, result, draft_s, verify_s, stats) -> None:
+        self.observe_batch(self.config, [tree], [result], draft_s, verify_s, [stats])
+
+    def observe_batch(self, config, trees, results, draft_s, verify_s, stats) -> None:
+        for tree, row_stats in zip(trees, stats):
+            if tree.size:
+                row = next(i for i, s in enumerate(self.stats) if s is row_stats)
+                self.drafts[row].append(tree.token_list)
+
+
+@pytest.mark.parametrize("window", [None, 8])
+def test_plain_rounds_defer_the_drafters_catch_up_without_changing_its_drafts(window, one_thread):
+    """Tokens of plain rounds reach the drafter at the next drafting round, in one pass: every
+    row drafts the same trees as alone, where the drafter is fed after every plain step."""
+    target = make_tiny_target(seed=5)
+    drafter = make_tiny_drafter(target, window=window)
+    batch = prompts(3, seed=2)
+    params = [SamplingParams(max_new_tokens=n) for n in (30, 17, 24)]
+    config = TreeConfig(budget=6, max_depth=3, top_k=2)
+    stops = [StopChecker([], p.max_new_tokens) for p in params]
+    stats = [DecodeStats() for _ in batch]
+    planner = EveryOtherRoundPlain(config, stats)
+    out = [[] for _ in batch]
+    for index, tokens in decode_speculative_batch(target, drafter, batch, params, stops, stats, planner):
+        out[index].extend(tokens)
+    for row, (prompt, p, got) in enumerate(zip(batch, params, out)):
+        assert got == list(decode_autoregressive(target, prompt, p, StopChecker([], p.max_new_tokens)))
+        single = EveryOtherRoundPlain(config, [DecodeStats()])
+        list(decode_speculative(target, drafter, prompt, p, StopChecker([], p.max_new_tokens), single.stats[0], single))
+        assert len(planner.drafts[row]) >= 4
+        assert planner.drafts[row] == single.drafts[0]
+
+
 def test_deep_narrow_trees_fit_the_drafter_cache(one_thread):
     target = make_tiny_target(seed=6)
     drafter = make_tiny_drafter(target, window=8)

@@ -195,6 +195,25 @@ def test_harness_switches_to_plain_steps_when_rounds_are_measured_slower():
     assert harness.plain_steps(256) == 0
 
 
+def test_plain_runs_double_while_re_measured_rounds_keep_losing():
+    harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=8, max_plain_run=40))
+    harness.observe_pace(2, 0.2, plain=False)                   # 0.1 s per token speculating
+    runs = []
+    for _ in range(5):
+        harness.observe_pace(10, 0.5, plain=True)               # 0.05 s per plain token
+        assert harness.plain_steps(256) == 0                    # one round re-measures...
+        harness.observe_pace(2, 0.2, plain=False)               # ...and loses again
+        runs.append(harness.plain_steps(256))
+    assert runs == [16, 32, 40, 40, 40]
+    harness.observe_pace(10, 0.5, plain=True)
+    for _ in range(10):
+        harness.observe_pace(8, 0.1, plain=False)               # a round that wins resets the run
+    assert harness.plain_steps(256) == 0
+    for _ in range(10):
+        harness.observe_pace(1, 0.5, plain=False)
+    assert harness.plain_steps(256) == 8
+
+
 def test_plain_runs_inside_a_harness_decode_stay_lossless(one_thread):
     target = make_tiny_target(seed=3)
     drafter = make_tiny_drafter(target, window=16)
