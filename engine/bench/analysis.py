@@ -138,11 +138,19 @@ def tokens_per_second(samples: Sequence[Sample]) -> float:
 
 def decode_tokens_per_second(sample: Sample) -> float | None:
     """Tokens after the first over the time after the prefill (the first token comes from the
-    prompt pass): decoding speed without the prompt; None when the decoder reports no prefill."""
-    if sample.stats is None or len(sample.tokens) < 2:
+    prompt pass): decoding speed without the prompt; None when the decoder reports no prefill
+    (promptx's runs: ``stats.prefill_s``; streaming peers: the time to their first token)."""
+    prefill_s = sample.stats.prefill_s if sample.stats is not None else sample.first_token_s
+    if prefill_s is None or len(sample.tokens) < 2:
         return None
-    decoding = sample.latency_s - sample.stats.prefill_s
+    decoding = sample.latency_s - prefill_s
     return (len(sample.tokens) - 1) / decoding if decoding > 0 else None
+
+
+def decode_speed_summary(samples: Sequence[Sample]) -> dict | None:
+    """Median and mean of ``decode_tokens_per_second`` over the samples that report it (None if none)."""
+    values = [v for v in map(decode_tokens_per_second, samples) if v is not None]
+    return _spread(values) if values else None
 
 
 def timing_summary(samples: Sequence[Sample], reference_tps: float | None) -> dict:

@@ -8,7 +8,7 @@ here is skipped with the reason. Not here: timing or reports (``engine.bench.rep
 from __future__ import annotations
 
 import importlib.util
-from typing import Protocol, Sequence
+from typing import Iterable, Iterator, Protocol, Sequence
 
 import torch
 
@@ -24,8 +24,9 @@ class Peer(Protocol):
     """Another implementation decoding the same prompt ids (transformers, llama.cpp)."""
 
     name: str
+    streams: bool     # ``generate`` yields each token as it is decoded (so the bench can time the prefill)
 
-    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> list[int]: ...
+    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> Iterable[int]: ...
 
 
 class TransformersPeer:
@@ -35,6 +36,7 @@ class TransformersPeer:
     """
 
     name = "transformers"
+    streams = False
 
     def __init__(self, model_dir, dtype: torch.dtype, eos_ids: Sequence[int], device="cpu") -> None:
         from transformers import AutoModelForCausalLM
@@ -61,6 +63,7 @@ class LlamaCppPeer:
     """llama.cpp through ``llama_cpp.Llama`` on the model's GGUF file (its own quantized weights)."""
 
     name = "llamacpp"
+    streams = True
 
     def __init__(self, gguf_path, eos_ids: Sequence[int], threads: int, context: int) -> None:
         from llama_cpp import Llama
@@ -68,33 +71,34 @@ class LlamaCppPeer:
         self.llm = Llama(model_path=str(gguf_path), n_ctx=context, n_threads=threads, verbose=False)
         self.eos_ids = set(eos_ids) | {self.llm.token_eos()}
 
-    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> list[int]:
+    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> Iterator[int]:
         if params.seed is not None and hasattr(self.llm, "set_seed"):   # older versions: seed at load only
             self.llm.set_seed(params.seed)
         self.llm.reset()   # no prefix reuse across prompts: the engine has none either
-        tokens: list[int] = []
         stream = self.llm.generate(list(prompt_ids), top_k=0 if not params.greedy else 1, top_p=1.0, min_p=0.0,
                                    temp=params.temperature, repeat_penalty=params.repetition_penalty, reset=True)
-        for token in stream:
+        for count, token in enumerate(stream, start=1):
             if token in self.eos_ids:
-                break
-            tokens.append(int(token))
-            if len(tokens) >= params.max_new_tokens:
-                break
-        return tokens
+                return
+            yield int(token)
+            if count >= params.max_new_tokens:
+                return
 
 
 class PrecisionPeer:
     """promptx's plain decoder on the same model loaded in another precision (mixed, int8),
     with no prompt-prefix reuse, so that it times the same work as the other runs."""
 
+    streams = True
+
     def __init__(self, precision: str, model_dir, device) -> None:
         self.name = precision
         self.generator = Generator.from_dir(model_dir, dtype=precision, device=device)
         self.generator.prefixes = None
 
-    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> list[int]:
-        return self.generator.generate(prompt_ids, params, speculative=False)
+    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> Iterator[int]:
+        for chunk in self.generator.stream(prompt_ids, params, speculative=False):
+            yield from chunk
 
 
 def _until_eos(tokens: list[int], eos_ids: Sequence[int]) -> list[int]:

@@ -13,7 +13,8 @@ import torch
 from ..decode.sampling import SamplingParams
 from ..generator import Generator
 from ..speculative.drafter import Drafter
-from .analysis import (ENTROPY_METHOD, budget_scaling, compare_tree_chain, next_token_entropies, quartile_edges,
+from .analysis import (ENTROPY_METHOD, budget_scaling, compare_tree_chain, decode_speed_summary,
+                       next_token_entropies, quartile_edges,
                        summarize_run, timing_summary, tokens_per_second)
 from .machine import machine_info, peak_rss_mib
 from .peers import Peer
@@ -112,6 +113,7 @@ def _settings(config: BenchConfig, runs: Sequence[RunSpec], num_prompts: int) ->
 def _peer_report(samples: Sequence[Sample], reference: Sequence[Sample]) -> dict:
     same = sum(s.tokens == r.tokens for s, r in zip(samples, reference))
     return {"available": True, **timing_summary(samples, tokens_per_second(reference)),
+            "decode_tokens_per_s": decode_speed_summary(samples),
             "same_output_as_engine": same / len(samples) if samples else None}
 
 

@@ -89,6 +89,7 @@ class Sample:
     tokens: list[int]
     latency_s: float
     stats: DecodeStats | None = None
+    first_token_s: float | None = None    # a streaming peer's time to its first token (prefill)
 
 
 def build_runs(config: BenchConfig) -> list[RunSpec]:
@@ -147,9 +148,14 @@ def with_harness(run: RunSpec, model, drafter, say: Callable[[str], None]) -> Ru
 
 
 def decode_peer(peer: Peer, prompt_ids: Sequence[int], params: SamplingParams) -> Sample:
-    started = time.perf_counter()
-    tokens = list(peer.generate(prompt_ids, params))
-    return Sample(tokens, time.perf_counter() - started)
+    """Time one decode by ``peer``; a peer that streams its tokens (``peer.streams``) also gets its
+    time to the first token, so that its decoding speed is reported without the prefill."""
+    started, first, tokens = time.perf_counter(), None, []
+    for token in peer.generate(prompt_ids, params):
+        if first is None:
+            first = time.perf_counter() - started
+        tokens.append(token)
+    return Sample(tokens, time.perf_counter() - started, first_token_s=first if peer.streams else None)
 
 
 def warm_up(generator, drafter, runs, peers, prompt: BenchPrompt, config: BenchConfig) -> None:

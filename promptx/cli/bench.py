@@ -142,7 +142,8 @@ def _runs_table(report: dict) -> list[str]:
              r["speedup"], r["tau"], (r["hit_rate"] or [None])[0], r["lossless"]] for name, r in report["runs"].items()]
     for name, p in report["peers"].items():
         rows.append([f"{name} (peer)", f"skipped: {p['skipped']}", "", "", "", "", "", ""] if not p["available"] else
-                    [f"{name} (peer)", p["tokens_per_s"]["median"], None, p["latency_s"]["median"], p["speedup"],
+                    [f"{name} (peer)", p["tokens_per_s"]["median"], (p["decode_tokens_per_s"] or {}).get("median"),
+                     p["latency_s"]["median"], p["speedup"],
                      "", "", f"same output: {_fmt(p['same_output_as_engine'])}"])
     return _table(["run", "tok/s (median)", "decode tok/s (median)", "latency s (median)", "speedup", "tau",
                    "hit@1", "lossless"], rows)

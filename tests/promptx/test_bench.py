@@ -223,12 +223,14 @@ class EnginePeer:
     """A peer that is the engine's own plain decoder: its output must match the none run."""
 
     name = "same-engine"
+    streams = True
 
     def __init__(self, generator):
         self.generator = generator
 
     def generate(self, prompt_ids, params):
-        return self.generator.generate(prompt_ids, params, speculative=False)
+        for chunk in self.generator.stream(prompt_ids, params, speculative=False):
+            yield from chunk
 
 
 def test_run_bench_on_a_tiny_random_model(one_thread, tmp_path, monkeypatch):
@@ -264,6 +266,7 @@ def test_run_bench_on_a_tiny_random_model(one_thread, tmp_path, monkeypatch):
     assert batched["runs"]["harness"]["harness"]["rounds"] > 0
     assert all(r["lossless"] for r in report["runs"].values())
     assert report["peers"]["same-engine"]["same_output_as_engine"] == 1.0
+    assert report["peers"]["same-engine"]["decode_tokens_per_s"]["median"] > 0    # streamed: prefill timed apart
     tree = report["runs"]["tree@4"]
     assert set(tree["tau_by_task"]) == {"t2v", "t2i"} and tree["tau"] >= 1.0
     assert sum(q["rounds"] for q in tree["tau_by_entropy_quartile"]) == tree["rounds"]
@@ -355,7 +358,8 @@ def test_decode_speed_leaves_out_the_prompt_pass():
     stats = DecodeStats()
     stats.prefill_s = 0.2
     assert decode_tokens_per_second(Sample([1, 2, 3, 4, 5], 1.0, stats)) == pytest.approx(5.0)   # 4 tokens in 0.8 s
-    assert decode_tokens_per_second(Sample([1, 2, 3], 1.0, None)) is None                      # a peer
+    assert decode_tokens_per_second(Sample([1, 2, 3], 1.0, None)) is None                      # generate(): all at once
+    assert decode_tokens_per_second(Sample([1, 2, 3], 1.0, None, first_token_s=0.5)) == pytest.approx(4.0)  # streamed
     assert decode_tokens_per_second(Sample([1], 1.0, stats)) is None
     assert decode_tokens_per_second(Sample([1, 2], 0.1, stats)) is None
 
