@@ -120,10 +120,11 @@ class Int8Linear(nn.Module):
         return layer
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = _rows_through(x.to(torch.bfloat16), self, self._kernel)
+        out = _rows_through(x.to(torch.bfloat16), self, self.rows)
         return out if self.bias is None else out + self.bias
 
-    def _kernel(self, flat: torch.Tensor) -> torch.Tensor:
+    def rows(self, flat: torch.Tensor) -> torch.Tensor:
+        """bf16 [rows, in] -> [rows, out] through the int8 kernel (no bias)."""
         flat = F.pad(flat, (0, self.pad)) if self.pad else flat
         return torch._weight_int8pack_mm(flat, self.codes, self.scales)
 
@@ -178,15 +179,16 @@ class Int4Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.to(torch.bfloat16)
-        out = _rows_through(x, self, self._kernel)
+        out = _rows_through(x, self, self.rows)
         if self.down is not None and x.numel() // self.in_features > WIDE_ROWS:
             out = out + self.up(self.down(x))               # (the kernel path adds them itself)
         return out if self.bias is None else out + self.bias
 
-    def _kernel(self, flat: torch.Tensor) -> torch.Tensor:
+    def rows(self, flat: torch.Tensor) -> torch.Tensor:
+        """bf16 [rows, in] -> [rows, out] through the int4 kernel plus the low-rank terms (no bias)."""
         out = torch._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_offsets)
         if self.down is not None:       # straight to the kernels: a module call per term cost ~2 ms a token
-            out = out + self.up._kernel(self.down._kernel(flat))
+            out = out + self.up.rows(self.down.rows(flat))
         return out
 
 

@@ -111,7 +111,7 @@ class Transformer(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
-        # optional fast path for one token of one sequence (engine.runtime.lean_step, mixed precision)
+        # optional fast path for one token of one sequence (engine.runtime.lean_step: mixed precision, int4)
         self.single_step = None
         # tree slots: node (depth d, column c) at prefix + lane_stride * c + d, so that each key
         # sits in the vector lane it has in plain decoding (engine.runtime.exact_rows); 0 = contiguous
@@ -137,9 +137,9 @@ class Transformer(nn.Module):
         least to the last).
         """
         start, t = cache.length, tokens.shape[1]
-        if self.single_step is not None and tokens.numel() == 1 and cache.k.shape[1] == 1 \
-                and positions is None and mask is None and logits_at is None and not taps:
-            return ForwardOutput(logits=self.single_step(tokens, cache), taps=None)
+        if self.single_step is not None and tokens.numel() == 1 and cache.k.shape[1] == 1 and slots is None \
+                and positions is None and mask is None and logits_at is None and (self.single_step.taps or not taps):
+            return self.single_step(tokens, cache, taps)
         if positions is None:
             positions = torch.arange(start, start + t, device=tokens.device)
         if self.lane_stride:

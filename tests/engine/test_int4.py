@@ -118,6 +118,44 @@ def test_a_merged_adapter_is_split_back_out_of_a_prepared_directory(tmp_path):
     assert all(m.down is not None for m in merged.modules() if isinstance(m, Int4Linear))
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias):
+    """In exact mode the one-token step skips the modules (``LeanInt4Step``): same logits, taps
+    and cache entries, bit for bit, with low-rank terms, across an aligned-span boundary."""
+    import dataclasses
+
+    from engine.runtime.exact_rows import make_rows_exact
+    from engine.runtime.kv_cache import KEY_ALIGN
+    from engine.runtime.lean_step import LeanInt4Step
+    from tests.tiny import TINY_CONFIG
+
+    model = make_tiny_target(cfg=dataclasses.replace(TINY_CONFIG, attention_bias=bias))
+    gen = torch.Generator().manual_seed(1)
+    terms = {name: (torch.randn(4, m.in_features, generator=gen) * 0.05, torch.randn(m.out_features, 4, generator=gen) * 0.05)
+             for name, m in model.named_modules() if type(m) is torch.nn.Linear and name != "lm_head"}
+    quantize_int4(model, terms)
+    make_rows_exact(model)
+    assert isinstance(model.single_step, LeanInt4Step)
+    prompt_length = KEY_ALIGN - 3                      # the steps cross into a second aligned span
+    lean_cache, module_cache = model.new_cache(2 * KEY_ALIGN), model.new_cache(2 * KEY_ALIGN)
+    prompt = torch.randint(0, 128, (1, prompt_length), generator=gen)
+    for cache in (lean_cache, module_cache):
+        model(prompt, cache)
+        cache.commit(prompt_length)
+    step, token = model.single_step, torch.tensor([[3]])
+    for i in range(8):
+        taps = i % 2 == 0
+        lean = model(token, lean_cache, taps=taps)                      # the lean path
+        model.single_step = None
+        reference = model(token, module_cache, taps=taps)                # the module path
+        model.single_step = step
+        assert torch.equal(lean.logits, reference.logits)
+        assert (lean.taps is None) == (not taps) and (not taps or torch.equal(lean.taps, reference.taps))
+        assert torch.equal(lean_cache.k, module_cache.k) and torch.equal(lean_cache.v, module_cache.v)
+        lean_cache.commit(1), module_cache.commit(1)
+        token = lean.logits[:, -1].argmax(-1, keepdim=True)
+
+
 def test_greedy_speculative_decoding_in_int4_equals_plain_decoding(one_thread):
     from engine.decode.autoregressive import decode_autoregressive
     from engine.decode.sampling import SamplingParams
