@@ -90,9 +90,10 @@ class Generator:
         independently of their pass (else plain decoding, like int8)."""
         from .runtime.int4 import rows_are_independent
 
-        model, tokenizer, distance = load_int4(model_dir, device)
-        if distance > max_grid_distance:
+        loaded = load_int4(model_dir, device, max_grid_distance)
+        if loaded is None:
             return None
+        model, tokenizer, _ = loaded
         exact = rows_are_independent(torch.get_num_threads())
         prefixes = None if exact else PrefixCache(f"{model_identity(model_dir)}|int4|{device}", prefix_dir())
         return cls(model, tokenizer, exact_batches=exact, prefixes=prefixes)

@@ -7,8 +7,10 @@ packed 4-bit weights, their bf16 copies for prompt passes, the 8-bit head and
 low-rank terms, embeddings and norms). The key covers the directory's weight
 files (path, sizes, modification times), the torch version and the CPU
 capability torch dispatches to (the packed layout is the kernel's); the
-``KEEP`` most recently used stay. Best effort: a missing, unreadable or
-unwritable store means quantizing again.
+``KEEP`` most recently used stay. A model that quantizing changed more than the
+caller accepts is not stored: a few bytes beside it (``<stem>.far``) keep its
+grid distance, so the next process refuses it without quantizing. Best effort:
+a missing, unreadable or unwritable store means quantizing again.
 
 Not here: quantizing (``engine.runtime.int4``).
 """
@@ -59,6 +61,23 @@ def save_int4(model: Transformer, distance: float, path: Path) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     evict_oldest(path.parent, KEEP)
+
+
+def save_refusal(path: Path, distance: float) -> None:
+    """Remember that the model of store ``path`` moved ``distance`` grid steps (best effort)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.with_suffix(".far").write_text(repr(distance))
+    except OSError:
+        pass
+
+
+def stored_refusal(path: Path) -> float | None:
+    """The grid distance ``save_refusal`` kept for store ``path``, or None."""
+    try:
+        return float(path.with_suffix(".far").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def load_stored_int4(model_dir: str | Path, path: Path) -> tuple[Transformer, float] | None:

@@ -10,6 +10,8 @@ Not here: choosing a cache location or a default model (that is promptx's job).
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 import torch
@@ -96,31 +98,41 @@ def load_transformer(model_dir: str | Path, dtype: torch.dtype = torch.float32,
     return model.to(device).eval()
 
 
-def load_int4(model_dir: str | Path, device: str | torch.device = "cpu") -> tuple[Transformer, ChatTokenizer, float]:
+def load_int4(model_dir: str | Path, device: str | torch.device = "cpu",
+              max_grid_distance: float = math.inf) -> tuple[Transformer, ChatTokenizer, float] | None:
     """The model with 4-bit weights (``engine.runtime.int4``; a merged adapter taken back out and
     kept as low-rank terms), its tokenizer, and how far its weights moved (the largest grid
     distance of ``engine.runtime.int4.pack_int4``, in quantization steps: ~0 for a model that
-    was 4-bit already). Restored from ``engine.weights.int4_store`` when a previous process
-    stored it."""
+    was 4-bit already); None when that is more than ``max_grid_distance``. Restored from
+    ``engine.weights.int4_store`` when a previous process stored it; a refused model is not
+    stored, only its distance, so it is refused next time without quantizing."""
     from ..runtime.int4 import quantize_int4
     from .adapters import split_adapter
-    from .int4_store import load_stored_int4, save_int4, store_path
+    from .int4_store import load_stored_int4, save_int4, save_refusal, store_path, stored_refusal
 
     if torch.device(device).type != "cpu":
         raise ValueError("int4 runs on the CPU only; use bfloat16 on a GPU")
     path = store_path(model_dir, model_identity(model_dir))
+    refused = stored_refusal(path)
+    if refused is not None and refused > max_grid_distance:
+        return None
     stored = load_stored_int4(model_dir, path) if path.is_file() else None
     if stored is not None:
         model, distance = stored
     else:
         model = load_transformer(model_dir, torch.float32, device)
         distance = quantize_int4(model, split_adapter(model, model_dir))
+        if distance > max_grid_distance:
+            save_refusal(path, distance)
+            return None
         from safetensors import SafetensorError
 
         try:
             save_int4(model, distance, path)
         except (OSError, SafetensorError):
             pass                                   # a read-only or full cache: quantize again next time
+    if distance > max_grid_distance:               # stored by an explicit int4 request earlier
+        return None
     return model, ChatTokenizer(model_dir), distance
 
 

@@ -242,3 +242,25 @@ def test_an_unwritable_cache_only_costs_quantizing_again(model_dir, tmp_path, mo
     monkeypatch.setenv("PROMPTX_CACHE", str(blocked))        # the store's folder cannot be made
     model, _, distance = load_int4(model_dir)
     assert model.precision == "int4" and distance < 0.1
+
+
+def test_a_model_that_4_bits_would_change_is_refused_once_and_not_stored(tmp_path, monkeypatch):
+    """``auto`` takes int4 only for weights already on the 4-bit grid: a random float model is
+    refused; only its distance is kept, so the next process refuses it without quantizing."""
+    import engine.runtime.int4 as int4_module
+    from engine.weights.loading import load_int4
+    from tests.engine.test_lora import save_hf_dir
+
+    monkeypatch.setenv("PROMPTX_CACHE", str(tmp_path / "cache"))
+    model_dir = tmp_path / "model"
+    save_hf_dir(make_tiny_target(), model_dir)
+    assert load_int4(model_dir, max_grid_distance=0.1) is None
+    store = tmp_path / "cache" / "int4"
+    assert [p.suffix for p in store.iterdir()] == [".far"] and float(next(store.iterdir()).read_text()) > 0.1
+
+    def no_quantizing(*args, **kwargs):
+        raise AssertionError("quantized again")
+
+    monkeypatch.setattr(int4_module, "quantize_int4", no_quantizing)
+    assert load_int4(model_dir, max_grid_distance=0.1) is None
+    assert [p.suffix for p in store.iterdir()] == [".far"]
