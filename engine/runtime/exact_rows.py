@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .lean_step import LeanInt4Step
+from .lean_step import LeanInt4Pass
 from .model import Attention, Transformer
 
 ROW_COUNTS = (1, 2, 3, 4, 8, 16)   # candidate minimum pass sizes, smallest first
@@ -114,6 +114,6 @@ def make_rows_exact(model: Transformer) -> Transformer:
         elif isinstance(module, Attention):
             module.rowwise = True
     model.lane_stride = LANE_STRIDE
-    if LeanInt4Step.supports(model):       # the same numbers for one token, without module dispatch
-        model.single_step = LeanInt4Step(model)
+    if LeanInt4Pass.supports(model):       # the same numbers after the prompt, without module dispatch
+        model.lean = LeanInt4Pass(model)
     return model

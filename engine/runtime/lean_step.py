@@ -1,4 +1,4 @@
-"""The single-token forward pass of a mixed-precision target, without module dispatch.
+"""Forward passes without module dispatch: the mixed-precision single-token step, the int4 pass.
 
 At one token per pass the matmuls are small and about a quarter of a step's
 time went to Python module calls and per-op dispatch. ``LeanStep`` runs the
@@ -8,11 +8,13 @@ rotated together, the residual stream stays one tensor, and nothing else is
 built per layer. Its logits equal the module path's bit for bit (tested).
 
 Only for plain decoding in mixed precision (``engine.runtime.mixed_precision``): the
-multi-token passes still go through the modules in fp32. ``LeanInt4Step`` is the
-same for an int4 target in exact mode (``engine.runtime.exact_rows``): the
-module path's operations for one token (kernels called on the packed weights,
-row-by-row attention over an aligned span, taps too), so its numbers are those
-of a verification row, bit for bit (tested), and speculation stays lossless.
+multi-token passes still go through the modules in fp32. ``LeanInt4Pass`` is the
+same for an int4 target in exact mode (``engine.runtime.exact_rows``), for
+every pass after the prompt at batch 1 (plain steps and verification passes):
+the module path's operations (kernels called on the packed weights, row-by-row
+attention over an aligned span, taps too), bit for bit (tested), so speculation
+stays lossless. ``Transformer.lean`` holds either; ``handles`` says which
+passes it takes, the rest go through the modules.
 Not here: Qwen3's q/k norms (such models keep the module path; ``supports``).
 """
 
@@ -23,8 +25,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .kv_cache import CacheFullError, aligned
-from .model import ForwardOutput
+from .int4 import WIDE_ROWS
+from .kv_cache import CacheFullError
+from .model import ForwardOutput, aligned_mask
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,6 @@ class _LayerWeights:
 class LeanStep:
     """``step(token, cache)`` -> fp32 logits [1, 1, V] of one token written at slot ``cache.length``
     (no taps: mixed precision decodes plainly)."""
-
-    taps = False
 
     def __init__(self, model) -> None:
         cfg = model.config
@@ -61,9 +62,16 @@ class LeanStep:
     def supports(model) -> bool:
         return not model.config.qk_norm
 
+    @staticmethod
+    def handles(tokens: torch.Tensor, cache, *, positions=None, mask=None, logits_at=None, taps=False,
+                slots=None) -> bool:
+        """One token of one sequence, nothing but logits asked for."""
+        return tokens.numel() == 1 and cache.k.shape[1] == 1 and positions is None and mask is None \
+            and logits_at is None and not taps and slots is None
+
     @torch.inference_mode()
-    def __call__(self, token: torch.Tensor, cache, taps: bool = False) -> ForwardOutput:
-        return ForwardOutput(logits=self.logits(token, cache), taps=None)
+    def __call__(self, tokens: torch.Tensor, cache, **_) -> ForwardOutput:
+        return ForwardOutput(logits=self.logits(tokens, cache), taps=None)
 
     def logits(self, token: torch.Tensor, cache) -> torch.Tensor:
         pos = cache.length
@@ -103,11 +111,10 @@ def _layer_weights(block) -> _LayerWeights:
                          mlp.gate_up_proj.step_weight, mlp.down_proj.step_weight)
 
 
-class LeanInt4Step:
-    """``step(token, cache, taps)`` -> ``ForwardOutput`` of one token of an int4 target in exact
-    mode, written at slot ``cache.length``: what ``Transformer.forward`` computes, bit for bit."""
-
-    taps = True
+class LeanInt4Pass:
+    """A pass of one sequence after its prefix (a plain step or a verification pass of up to
+    ``WIDE_ROWS`` tokens) through an int4 target in exact mode: what ``Transformer.forward``
+    computes, bit for bit, without module dispatch (kernels called on the packed weights)."""
 
     def __init__(self, model) -> None:
         cfg = model.config
@@ -127,40 +134,54 @@ class LeanInt4Step:
         return model.precision == "int4" and not model.config.qk_norm and model.lane_stride > 0 \
             and all(block.self_attn.rowwise for block in model.layers)
 
+    @staticmethod
+    def handles(tokens: torch.Tensor, cache, **_) -> bool:
+        """Batch 1 after the prefix (row-by-row attention), few enough rows for the int4 kernel."""
+        return tokens.shape[0] == 1 and cache.k.shape[1] == 1 and cache.length > 0 and tokens.shape[1] <= WIDE_ROWS
+
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return F.rms_norm(x.float(), self.hidden, weight, self.eps).to(torch.bfloat16)
 
     @torch.inference_mode()
-    def __call__(self, token: torch.Tensor, cache, taps: bool = False) -> ForwardOutput:
-        pos = cache.length
-        if pos + 1 > cache.capacity:
-            raise CacheFullError(f"KV cache holds {cache.capacity} tokens; {pos + 1} needed")
-        span = aligned(pos + 1)
-        mask = torch.zeros(1, 1, 1, span, dtype=torch.bool)
-        mask[..., : pos + 1] = True
-        cos, sin = self.cos[pos], self.signed_sin[pos]
+    def __call__(self, tokens: torch.Tensor, cache, *, positions: torch.Tensor | None = None,
+                 mask: torch.Tensor | None = None, logits_at=None, taps: bool = False,
+                 slots: torch.Tensor | None = None) -> ForwardOutput:
+        start, t = cache.length, tokens.shape[1]
+        end = start + t if slots is None else int(slots.max()) + 1
+        if end > cache.capacity:
+            raise CacheFullError(f"KV cache holds {cache.capacity} tokens; {end} needed")
+        where = slice(start, end) if slots is None else slots
+        positions = torch.arange(start, start + t, device=tokens.device) if positions is None else positions
+        mask = aligned_mask(mask, start, t, tokens.device)
+        span = mask.shape[-1]
+        mask = mask.reshape(t, 1, 1, span)
+        cos, sin = self.cos[positions][:, None], self.signed_sin[positions][:, None]     # [T, 1, D]
         h, hkv, d = self.heads, self.kv_heads, self.head_dim
-        x = self.embeddings[token.reshape(1)]                                   # [1, hidden] bf16
+        x = self.embeddings[tokens[0]]                                                   # [T, hidden] bf16
         tapped, threads = [], torch.get_num_threads()
         for i, (input_norm, qkv_proj, o_proj, post_norm, gate_up_proj, down_proj) in enumerate(self.layers):
             if taps:
                 tapped.extend(x for tap in self.tap_layers if tap == i)
             qkv = _with_bias(qkv_proj.rows(self._norm(x, input_norm)), qkv_proj.bias)
-            qk = qkv[:, : (h + hkv) * d].view(h + hkv, d)
-            qk = qk * cos + qk.roll(self.half, -1) * sin
-            cache.k[i, 0, :, pos] = qk[h:]
-            cache.v[i, 0, :, pos] = qkv[0, (h + hkv) * d:].view(hkv, d)
-            torch.set_num_threads(1)          # as attend_rowwise: one thread, so a row sums as alone
+            qk = qkv[:, : (h + hkv) * d].view(t, h + hkv, d)
+            qk = qk * cos + qk.roll(self.half, -1) * sin          # rotate_half(x) * sin, bit for bit
+            cache.k[i, 0, :, where] = qk[:, h:].transpose(0, 1)
+            cache.v[i, 0, :, where] = qkv[:, (h + hkv) * d:].view(t, hkv, d).transpose(0, 1)
+            keys, values = cache.k[i, :, :, :span], cache.v[i, :, :, :span]
+            torch.set_num_threads(1)          # as attend_rowwise: a row per batch element, one thread
             try:
-                attended = F.scaled_dot_product_attention(qk[:h].view(1, hkv, h // hkv, d), cache.k[i, :, :, :span],
-                                                          cache.v[i, :, :, :span], attn_mask=mask)
+                attended = F.scaled_dot_product_attention(qk[:, :h].reshape(t, hkv, h // hkv, d),
+                                                          keys.expand(t, -1, -1, -1), values.expand(t, -1, -1, -1),
+                                                          attn_mask=mask)
             finally:
                 torch.set_num_threads(threads)
-            x = x + o_proj.rows(attended.view(1, h * d))
-            gate_up = gate_up_proj.rows(self._norm(x, post_norm))
-            x = x + down_proj.rows(F.silu(gate_up[:, : self.intermediate]) * gate_up[:, self.intermediate:])
-        logits = self.head(self._norm(x, self.final_norm).view(1, 1, -1))
-        return ForwardOutput(logits=logits, taps=torch.cat(tapped, dim=-1).view(1, 1, -1) if taps else None)
+            x = x + _with_bias(o_proj.rows(attended.reshape(t, h * d)), o_proj.bias)
+            gate_up = _with_bias(gate_up_proj.rows(self._norm(x, post_norm)), gate_up_proj.bias)
+            x = x + _with_bias(down_proj.rows(F.silu(gate_up[:, : self.intermediate]) * gate_up[:, self.intermediate:]),
+                               down_proj.bias)
+        hidden = x[None] if logits_at is None else x[None][:, logits_at]
+        logits = self.head(self._norm(hidden, self.final_norm)) if hidden.shape[1] else None
+        return ForwardOutput(logits=logits, taps=torch.cat(tapped, dim=-1)[None] if taps else None)
 
 
 def _with_bias(out: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:

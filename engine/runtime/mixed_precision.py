@@ -49,5 +49,5 @@ def use_mixed_precision(model: nn.Module) -> nn.Module:
                     raise ValueError(f"mixed precision needs float32 weights, got {child.weight.dtype}")
                 setattr(parent, name, MixedLinear(child))
     if LeanStep.supports(model):
-        model.single_step = LeanStep(model)
+        model.lean = LeanStep(model)
     return model

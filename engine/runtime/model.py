@@ -111,8 +111,8 @@ class Transformer(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
-        # optional fast path for one token of one sequence (engine.runtime.lean_step: mixed precision, int4)
-        self.single_step = None
+        # optional fast path for the passes it ``handles`` (engine.runtime.lean_step: mixed precision, int4)
+        self.lean = None
         # tree slots: node (depth d, column c) at prefix + lane_stride * c + d, so that each key
         # sits in the vector lane it has in plain decoding (engine.runtime.exact_rows); 0 = contiguous
         self.lane_stride = 0
@@ -137,9 +137,9 @@ class Transformer(nn.Module):
         least to the last).
         """
         start, t = cache.length, tokens.shape[1]
-        if self.single_step is not None and tokens.numel() == 1 and cache.k.shape[1] == 1 and slots is None \
-                and positions is None and mask is None and logits_at is None and (self.single_step.taps or not taps):
-            return self.single_step(tokens, cache, taps)
+        if self.lean is not None and self.lean.handles(tokens, cache, positions=positions, mask=mask,
+                                                         logits_at=logits_at, taps=taps, slots=slots):
+            return self.lean(tokens, cache, positions=positions, mask=mask, logits_at=logits_at, taps=taps, slots=slots)
         if positions is None:
             positions = torch.arange(start, start + t, device=tokens.device)
         if self.lane_stride:

@@ -118,15 +118,28 @@ def test_a_merged_adapter_is_split_back_out_of_a_prepared_directory(tmp_path):
     assert all(m.down is not None for m in merged.modules() if isinstance(m, Int4Linear))
 
 
+def _lean_and_module(model, run):
+    """``run(model)`` through the lean pass, then through the modules (lean switched off)."""
+    lean = run(model)
+    saved, model.lean = model.lean, None
+    try:
+        return lean, run(model)
+    finally:
+        model.lean = saved
+
+
 @pytest.mark.parametrize("bias", [False, True])
-def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias):
-    """In exact mode the one-token step skips the modules (``LeanInt4Step``): same logits, taps
-    and cache entries, bit for bit, with low-rank terms, across an aligned-span boundary."""
+def test_the_lean_pass_computes_what_the_modules_compute(one_thread, bias):
+    """In exact mode the passes after the prompt skip the modules (``LeanInt4Pass``): plain
+    steps and tree verification passes give the same logits, taps and cache entries, bit for
+    bit, with low-rank terms, across an aligned-span boundary; the prompt pass keeps the modules."""
     import dataclasses
 
     from engine.runtime.exact_rows import make_rows_exact
     from engine.runtime.kv_cache import KEY_ALIGN
-    from engine.runtime.lean_step import LeanInt4Step
+    from engine.runtime.lean_step import LeanInt4Pass
+    from engine.speculative.loop import verify_pass
+    from engine.speculative.tree import DraftTree
     from tests.tiny import TINY_CONFIG
 
     model = make_tiny_target(cfg=dataclasses.replace(TINY_CONFIG, attention_bias=bias))
@@ -135,24 +148,29 @@ def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias
              for name, m in model.named_modules() if type(m) is torch.nn.Linear and name != "lm_head"}
     quantize_int4(model, terms)
     make_rows_exact(model)
-    assert isinstance(model.single_step, LeanInt4Step)
+    assert isinstance(model.lean, LeanInt4Pass)
     prompt_length = KEY_ALIGN - 3                      # the steps cross into a second aligned span
-    lean_cache, module_cache = model.new_cache(2 * KEY_ALIGN), model.new_cache(2 * KEY_ALIGN)
+    caches = {"lean": model.new_cache(3 * KEY_ALIGN), "module": model.new_cache(3 * KEY_ALIGN)}
     prompt = torch.randint(0, 128, (1, prompt_length), generator=gen)
-    for cache in (lean_cache, module_cache):
+    assert not model.lean.handles(prompt, caches["lean"])          # the prompt pass: modules
+    for cache in caches.values():
         model(prompt, cache)
         cache.commit(prompt_length)
-    step, token = model.single_step, torch.tensor([[3]])
+    token = torch.tensor([[3]])
+    tree = DraftTree(torch.tensor([5, 9, 7, 11]), torch.tensor([-1, -1, 0, 2]), torch.zeros(4))   # depth 3
     for i in range(8):
         taps = i % 2 == 0
-        lean = model(token, lean_cache, taps=taps)                      # the lean path
-        model.single_step = None
-        reference = model(token, module_cache, taps=taps)                # the module path
-        model.single_step = step
+        runs = iter(caches.values())
+        lean, reference = _lean_and_module(model, lambda m: m(token, next(runs), taps=taps))
         assert torch.equal(lean.logits, reference.logits)
         assert (lean.taps is None) == (not taps) and (not taps or torch.equal(lean.taps, reference.taps))
-        assert torch.equal(lean_cache.k, module_cache.k) and torch.equal(lean_cache.v, module_cache.v)
-        lean_cache.commit(1), module_cache.commit(1)
+        if i % 3 == 1:                                 # a verification pass at slots in lane columns
+            runs = iter(caches.values())
+            lean_tree, module_tree = _lean_and_module(model, lambda m: verify_pass(m, next(runs), 4, tree))
+            assert all(torch.equal(a, b) for a, b in zip(lean_tree, module_tree))
+        assert torch.equal(caches["lean"].k, caches["module"].k) and torch.equal(caches["lean"].v, caches["module"].v)
+        for cache in caches.values():
+            cache.commit(1)
         token = lean.logits[:, -1].argmax(-1, keepdim=True)
 
 

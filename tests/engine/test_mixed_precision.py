@@ -15,7 +15,7 @@ from engine.runtime.mixed_precision import MixedLinear, use_mixed_precision
 from tests.tiny import TINY_CONFIG, make_tiny_target
 
 
-def test_multi_token_passes_stay_exactly_fp32_and_single_steps_use_bf16(one_thread):
+def test_multi_token_passes_stay_exactly_fp32_and_leans_use_bf16(one_thread):
     reference, mixed = make_tiny_target(), make_tiny_target()
     head = mixed.lm_head.weight
     use_mixed_precision(mixed)
@@ -66,21 +66,21 @@ def test_mixed_generator_decodes_plainly_with_prefix_reuse(model_dir, tmp_path):
 
 
 @pytest.mark.parametrize("bias", [False, True])
-def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias):
+def test_the_lean_lean_computes_what_the_modules_compute(one_thread, bias):
     cfg = dataclasses.replace(TINY_CONFIG, attention_bias=bias)
     model = use_mixed_precision(make_tiny_target(cfg=cfg))
-    assert model.single_step is not None
+    assert model.lean is not None
     lean_cache, module_cache = model.new_cache(32), model.new_cache(32)
     prompt = torch.randint(0, 128, (1, 6))
     for cache in (lean_cache, module_cache):
         model(prompt, cache)
         cache.commit(6)
-    step, token = model.single_step, torch.tensor([[3]])
+    step, token = model.lean, torch.tensor([[3]])
     for _ in range(8):
         lean = model(token, lean_cache).logits                         # the lean path
-        model.single_step = None
+        model.lean = None
         reference = model(token, module_cache).logits                  # the module path
-        model.single_step = step
+        model.lean = step
         assert torch.equal(lean, reference)
         assert torch.equal(lean_cache.k, module_cache.k) and torch.equal(lean_cache.v, module_cache.v)
         lean_cache.commit(1), module_cache.commit(1)
@@ -89,4 +89,4 @@ def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias
 
 def test_models_with_qk_norm_keep_the_module_path():
     cfg = dataclasses.replace(TINY_CONFIG, model_type="qwen3", qk_norm=True)
-    assert use_mixed_precision(make_tiny_target(cfg=cfg)).single_step is None
+    assert use_mixed_precision(make_tiny_target(cfg=cfg)).lean is None
