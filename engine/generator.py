@@ -9,6 +9,7 @@ prompts, templates or text clean-up lives in promptx, not here.
 
 from __future__ import annotations
 
+import math
 import threading
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -78,13 +79,13 @@ class Generator:
             prefixes = PrefixCache(f"{model_identity(model_dir)}|{dtype}|{device}", prefix_dir())
             return cls(model, tokenizer, exact_batches=False, prefixes=prefixes)
         if dtype == INT4:
-            return cls._from_dir_int4(model_dir, device)
+            return cls._from_dir_int4(model_dir, device)     # asked for: whatever quantizing changes
         model, tokenizer = load_model(model_dir, dtype, device)
         return cls(model, tokenizer)
 
     @classmethod
     def _from_dir_int4(cls, model_dir: str | Path, device: str | torch.device,
-                       max_grid_distance: float = 0.5) -> "Generator | None":
+                       max_grid_distance: float = math.inf) -> "Generator | None":
         """4-bit weights (``engine.runtime.int4``), None if quantizing moved a weight further than
         ``max_grid_distance`` steps; speculation only where this CPU's kernels compute rows
         independently of their pass (else plain decoding, like int8)."""

@@ -55,7 +55,7 @@ class HarnessConfig:
     latency_smoothing: float = 0.1  # same for the observed/predicted latency ratios (0: trust the table)
     max_batch_chain: int = 8       # longest chain a batched round drafts
     explore_every: int = 16        # batched rounds: a 1-token chain this often even when predicted not to pay
-    plain_run: int = 24            # batch 1: plain steps per run once speculating is measured slower
+    plain_run: int = 24            # batch 1: plain steps in the first run once speculating is measured slower
     max_plain_run: int = 384       # ... doubled after every re-measured round that loses, up to this
     pace_smoothing: float = 0.3    # weight of a new measurement in the seconds-per-token estimates
     pace_margin: float = 0.03      # speculate unless its seconds per token are this much worse
@@ -173,6 +173,7 @@ class Harness(Planner):
         if spec is None or self._explore:
             self._remeasuring, self._explore = self._explore, False
             return 0
+        self._remeasuring = False
         if plain is None:
             plain = self.verify_seconds(1, context)       # until measured: the table's single-token pass
         return self._plain_run if self._slower(spec, plain) else 0

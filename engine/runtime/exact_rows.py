@@ -105,7 +105,8 @@ def make_rows_exact(model: Transformer) -> Transformer:
     (``Transformer.lane_stride``: attention kernels sum each vector lane separately, so a key
     must sit in the lane its position gives it in plain decoding). fp32 models stay as they
     are: their last-bit differences do not flip a greedy choice in practice (the fp32
-    exactness tests), bf16 rounding does. CPU only: GPU kernels are not checked yet."""
+    exactness tests), bf16 rounding does. CPU only: GPU kernels are not checked yet. An int4
+    model also gets ``Transformer.lean`` (``engine.runtime.lean_step.LeanInt4Pass``)."""
     if model.dtype not in HALF or model.embed_tokens.weight.device.type != "cpu":
         return model
     for module in model.modules():

@@ -42,8 +42,8 @@ class _LayerWeights:
 
 
 class LeanStep:
-    """``step(token, cache)`` -> fp32 logits [1, 1, V] of one token written at slot ``cache.length``
-    (no taps: mixed precision decodes plainly)."""
+    """``step(token, cache)`` -> ``ForwardOutput`` with the fp32 logits [1, 1, V] of one token
+    written at slot ``cache.length`` (no taps: mixed precision decodes plainly)."""
 
     def __init__(self, model) -> None:
         cfg = model.config
@@ -126,8 +126,8 @@ class LeanInt4Pass:
                         b.post_attention_layernorm.weight.float(), b.mlp.gate_up_proj, b.mlp.down_proj)
                        for b in model.layers]
         half = cfg.head_dim // 2
-        self.half, self.cos = half, model.rope.cos.to(torch.bfloat16)
-        self.signed_sin = torch.cat([-model.rope.sin[:, :half], model.rope.sin[:, half:]], dim=-1).to(torch.bfloat16)
+        self.half, self.cos = half, model.rope.cos
+        self.signed_sin = torch.cat([-model.rope.sin[:, :half], model.rope.sin[:, half:]], dim=-1)
 
     @staticmethod
     def supports(model) -> bool:
@@ -135,9 +135,11 @@ class LeanInt4Pass:
             and all(block.self_attn.rowwise for block in model.layers)
 
     @staticmethod
-    def handles(tokens: torch.Tensor, cache, **_) -> bool:
-        """Batch 1 after the prefix (row-by-row attention), few enough rows for the int4 kernel."""
-        return tokens.shape[0] == 1 and cache.k.shape[1] == 1 and cache.length > 0 and tokens.shape[1] <= WIDE_ROWS
+    def handles(tokens: torch.Tensor, cache, *, positions: torch.Tensor | None = None, **_) -> bool:
+        """One sequence after its prefix (row-by-row attention), few enough rows for the int4 kernel
+        (batched layouts, with per-row positions [B, T], keep the modules, even at B = 1)."""
+        return tokens.shape[0] == 1 and cache.k.shape[1] == 1 and cache.length > 0 and tokens.shape[1] <= WIDE_ROWS \
+            and (positions is None or positions.dim() == 1)
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         return F.rms_norm(x.float(), self.hidden, weight, self.eps).to(torch.bfloat16)
@@ -155,7 +157,8 @@ class LeanInt4Pass:
         mask = aligned_mask(mask, start, t, tokens.device)
         span = mask.shape[-1]
         mask = mask.reshape(t, 1, 1, span)
-        cos, sin = self.cos[positions][:, None], self.signed_sin[positions][:, None]     # [T, 1, D]
+        cos = self.cos[positions].to(torch.bfloat16)[:, None]                             # [T, 1, D]
+        sin = self.signed_sin[positions].to(torch.bfloat16)[:, None]
         h, hkv, d = self.heads, self.kv_heads, self.head_dim
         x = self.embeddings[tokens[0]]                                                   # [T, hidden] bf16
         tapped, threads = [], torch.get_num_threads()

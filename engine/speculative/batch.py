@@ -9,7 +9,8 @@ target verifies all rows in one pass, each row keeps its root + accepted path
 at [S0, S0+m) and drops the rest, and the common length grows by the largest
 m. Holes left by shorter rows are masked; when a cache would overflow, rows are
 re-packed. A plain round (budget 0) leaves the drafter alone: the tokens it
-feeds the drafter wait, and the next round that drafts feeds them all in one pass. Finished rows leave the batch. Verification per row is
+feeds the drafter wait, and the next round that drafts feeds them all in one
+pass. Finished rows leave the batch. Verification per row is
 ``engine.speculative.verify``, so every row's output equals its single-sequence output
 (greedy: token for token).
 
@@ -284,13 +285,16 @@ def verify_batch(model: Transformer, layout: BatchLayout, rows: Sequence[_Row], 
 # ---- the loop ---------------------------------------------------------------------------------------
 def _prefill(model: Transformer, drafter: Drafter | None, rows: list[_Row], max_nodes: int, draft_slots: int):
     """Batched prefill; caches sized for the prompts, the answers and one round's tree (target:
-    ``max_nodes`` + root; drafter: ``draft_slots`` tree slots or a catch-up, whichever is larger)."""
+    ``max_nodes`` + root; drafter: ``draft_slots`` tree slots or a catch-up, whichever is larger,
+    plus ``max_nodes`` + 1 more: a deferred catch-up lands at the longest row's end with another
+    row's queue, which can be one round's acceptance longer)."""
     device = model.embed_tokens.weight.device
     tokens, positions, valid, width = _left_padded(rows, device)
     budget = max(r.params.max_new_tokens for r in rows)
     target = BatchLayout(model.new_cache(width + budget + max_nodes + 2, batch=len(rows)), len(rows))
     draft = None if drafter is None else BatchLayout(
-        drafter.new_cache(width + budget + max(draft_slots, max_nodes + 2), batch=len(rows)), len(rows))
+        drafter.new_cache(width + budget + max(draft_slots, max_nodes + 2) + max_nodes + 1, batch=len(rows)),
+        len(rows))
     out = model(tokens, target.cache, positions=positions, mask=_causal_valid_mask(valid), taps=True,
                 logits_at=slice(-1, None))
     target.cache.commit(width)
@@ -339,7 +343,8 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
             yield row.index, emitted
         if not row.stop.done:
             live.append(r)
-    if draft is not None:       # the drafter's entries: target feature at position i + token i+1
+    feeds_drafter = draft is not None and max_nodes > 0     # a planner that never drafts: nothing to queue
+    if feeds_drafter:           # the drafter's entries: target feature at position i + token i+1
         for r, row in enumerate(rows):
             defer_catch_up(row, taps[r, width - len(row.prompt):], row.prompt[1:] + [row.root], 0)
     rows = _keep(rows, live, target, draft)
@@ -372,7 +377,7 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
         kept = [result.kept_rows for result in results]
         target.commit_rows(start, kept, [row.length for row in rows])
         for r, (row, result) in enumerate(zip(rows, results)):
-            if draft is not None:
+            if feeds_drafter:
                 defer_catch_up(row, taps[r, kept[r]], result.tokens, row.length)
             row.length += len(result.tokens)
             row.root = result.tokens[-1]

@@ -132,6 +132,7 @@ def load_int4(model_dir: str | Path, device: str | torch.device = "cpu",
         except (OSError, SafetensorError):
             pass                                   # a read-only or full cache: quantize again next time
     if distance > max_grid_distance:               # stored by an explicit int4 request earlier
+        save_refusal(path, distance)
         return None
     return model, ChatTokenizer(model_dir), distance
 

@@ -160,11 +160,14 @@ def test_the_lean_pass_computes_what_the_modules_compute(one_thread, bias):
     tree = DraftTree(torch.tensor([5, 9, 7, 11]), torch.tensor([-1, -1, 0, 2]), torch.zeros(4))   # depth 3
     for i in range(8):
         taps = i % 2 == 0
+        assert model.lean.handles(token, caches["lean"], taps=taps)
         runs = iter(caches.values())
         lean, reference = _lean_and_module(model, lambda m: m(token, next(runs), taps=taps))
         assert torch.equal(lean.logits, reference.logits)
         assert (lean.taps is None) == (not taps) and (not taps or torch.equal(lean.taps, reference.taps))
         if i % 3 == 1:                                 # a verification pass at slots in lane columns
+            assert model.lean.handles(torch.zeros(1, tree.size + 1, dtype=torch.long), caches["lean"],
+                                      positions=torch.arange(tree.size + 1), slots=torch.arange(tree.size + 1))
             runs = iter(caches.values())
             lean_tree, module_tree = _lean_and_module(model, lambda m: verify_pass(m, next(runs), 4, tree))
             assert all(torch.equal(a, b) for a, b in zip(lean_tree, module_tree))
@@ -172,6 +175,32 @@ def test_the_lean_pass_computes_what_the_modules_compute(one_thread, bias):
         for cache in caches.values():
             cache.commit(1)
         token = lean.logits[:, -1].argmax(-1, keepdim=True)
+
+
+def test_a_batch_of_one_keeps_the_modules(one_thread):
+    """Batched layouts pass per-row positions [B, T]: at B = 1 too they go through the modules
+    (the lean pass takes one sequence's [T] positions only), so it decodes as without it."""
+    from engine.decode.sampling import SamplingParams
+    from engine.decode.stopping import StopChecker
+    from engine.runtime.exact_rows import make_rows_exact
+    from engine.speculative.batch import decode_speculative_batch
+    from engine.speculative.loop import FixedTree, TreeConfig
+
+    model = make_tiny_target()
+    quantize_int4(model)
+    make_rows_exact(model)
+    assert not model.lean.handles(torch.zeros(1, 3, dtype=torch.long), model.new_cache(8),
+                                  positions=torch.zeros(1, 3, dtype=torch.long))
+    drafter = make_tiny_drafter(model).to(torch.bfloat16).attach(model)
+    prompt = torch.randint(0, 128, (20,), generator=torch.Generator().manual_seed(4)).tolist()
+    params = SamplingParams(max_new_tokens=24)
+
+    def batch_of_one(m):
+        return [t for _, chunk in decode_speculative_batch(m, drafter, [prompt], [params], [StopChecker((), 24)],
+                                                           planner=FixedTree(TreeConfig(budget=6))) for t in chunk]
+
+    with_lean, without = _lean_and_module(model, batch_of_one)
+    assert len(with_lean) == 24 and with_lean == without
 
 
 def test_greedy_speculative_decoding_in_int4_equals_plain_decoding(one_thread):

@@ -15,7 +15,7 @@ from engine.runtime.mixed_precision import MixedLinear, use_mixed_precision
 from tests.tiny import TINY_CONFIG, make_tiny_target
 
 
-def test_multi_token_passes_stay_exactly_fp32_and_leans_use_bf16(one_thread):
+def test_multi_token_passes_stay_exactly_fp32_and_single_steps_use_bf16(one_thread):
     reference, mixed = make_tiny_target(), make_tiny_target()
     head = mixed.lm_head.weight
     use_mixed_precision(mixed)
@@ -66,7 +66,7 @@ def test_mixed_generator_decodes_plainly_with_prefix_reuse(model_dir, tmp_path):
 
 
 @pytest.mark.parametrize("bias", [False, True])
-def test_the_lean_lean_computes_what_the_modules_compute(one_thread, bias):
+def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias):
     cfg = dataclasses.replace(TINY_CONFIG, attention_bias=bias)
     model = use_mixed_precision(make_tiny_target(cfg=cfg))
     assert model.lean is not None
@@ -77,6 +77,7 @@ def test_the_lean_lean_computes_what_the_modules_compute(one_thread, bias):
         cache.commit(6)
     step, token = model.lean, torch.tensor([[3]])
     for _ in range(8):
+        assert model.lean.handles(token, lean_cache)
         lean = model(token, lean_cache).logits                         # the lean path
         model.lean = None
         reference = model(token, module_cache).logits                  # the module path
