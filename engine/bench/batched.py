@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from ..decode.stats import DecodeStats
 from ..speculative.batch import decode_speculative_batch
 from ..speculative.loop import FixedTree, TreeConfig
-from .runs import BenchError, Sample, decode_peer, rotated
+from .runs import BenchError, Sample, rotated
 
 PLAIN = TreeConfig.chain(0)
 
@@ -53,5 +53,6 @@ def measure_batched(generator, drafter, runs, peers, prompts, params, concurrenc
                 samples[run.name] += decode_group(generator, drafter, run, [p.ids for p in group], params)
         for peer in peers:
             for prompt in group:
-                samples[peer.name].append(decode_peer(peer, prompt.ids, params))
+                if (sample := peer.decode(prompt.ids, params)) is not None:     # None: crashed (reported)
+                    samples[peer.name].append(sample)
     return samples

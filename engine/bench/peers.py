@@ -1,35 +1,80 @@
 """Peers for ``promptx bench``: other decoders run on the same prompt ids for comparison.
 
 transformers' ``generate()``, llama.cpp on the model's GGUF file, and promptx's own
-plain decoder in another precision (``mixed``, ``int8``). A peer that cannot run
-here is skipped with the reason. Not here: timing or reports (``engine.bench.report``).
+plain decoder in another precision (``mixed``, ``int8``), each a ``Peer`` that
+times its own decodes (``Peer.decode``). ``make_peer`` builds one from a
+``PeerSpec``; the bench builds them in their own processes
+(``engine.bench.peer_process``), so that a peer that crashes cannot take it down.
+Not here: the processes, reports (``engine.bench.report``).
 """
 
 from __future__ import annotations
 
 import importlib.util
-from typing import Iterable, Iterator, Protocol, Sequence
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
 
 import torch
 
 from ..decode.sampling import SamplingParams
 from ..generator import Generator
+from .sample import Sample
 
 
 class PeerError(ValueError):
     """An unknown peer name."""
 
 
-class Peer(Protocol):
-    """Another implementation decoding the same prompt ids (transformers, llama.cpp)."""
+class PeerUnavailable(Exception):
+    """A peer that cannot run here (not installed, no GGUF file, the model does not load)."""
+
+
+class Peer(ABC):
+    """Another implementation decoding the same prompt ids (transformers, llama.cpp, ...)."""
 
     name: str
-    streams: bool     # ``generate`` yields each token as it is decoded (so the bench can time the prefill)
+    streams: bool     # ``generate`` yields each token as it is decoded (so the prefill can be timed apart)
+    crashed: str | None = None      # in-process peers never report a crash (see engine.bench.peer_process)
 
-    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> Iterable[int]: ...
+    @abstractmethod
+    def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> Iterable[int]:
+        """The generated tokens (without EOS)."""
+
+    def decode(self, prompt_ids: Sequence[int], params: SamplingParams) -> Sample:
+        """Time one decode; a streaming peer also gets its time to the first token, so that its
+        decoding speed is reported without the prefill."""
+        started, first, tokens = time.perf_counter(), None, []
+        for token in self.generate(prompt_ids, params):
+            if first is None:
+                first = time.perf_counter() - started
+            tokens.append(token)
+        return Sample(tokens, time.perf_counter() - started, first_token_s=first if self.streams else None)
 
 
-class TransformersPeer:
+@dataclass(frozen=True)
+class PeerSpec:
+    """What building a peer needs, in plain values (it is sent to the peer's process)."""
+
+    name: str
+    model_dir: str
+    gguf_path: str | None
+    eos_ids: tuple[int, ...]
+    dtype: str                 # torch dtype name of the engine's model (transformers loads the same)
+    device: str
+    threads: int
+    context: int
+
+    @classmethod
+    def of(cls, name: str, generator: Generator, model_dir, gguf_path=None) -> "PeerSpec":
+        model = generator.model
+        return cls(name, str(model_dir), None if gguf_path is None else str(gguf_path), tuple(generator.eos_ids),
+                   str(model.dtype).removeprefix("torch."), str(model.lm_head.weight.device),
+                   torch.get_num_threads(), generator.context_window)
+
+
+class TransformersPeer(Peer):
     """Hugging Face ``generate()`` on the same model directory (greedy unless temperature > 0).
 
     Stops at EOS like the engine; ``min_new_tokens`` is not forced.
@@ -59,7 +104,7 @@ class TransformersPeer:
         return _until_eos(out[0, ids.shape[1]:].tolist(), self.eos_ids)
 
 
-class LlamaCppPeer:
+class LlamaCppPeer(Peer):
     """llama.cpp through ``llama_cpp.Llama`` on the model's GGUF file (its own quantized weights)."""
 
     name = "llamacpp"
@@ -85,7 +130,7 @@ class LlamaCppPeer:
                 return
 
 
-class PrecisionPeer:
+class PrecisionPeer(Peer):
     """promptx's plain decoder on the same model loaded in another precision (mixed, int8),
     with no prompt-prefix reuse, so that it times the same work as the other runs."""
 
@@ -112,42 +157,35 @@ PRECISIONS = ("mixed", "int8")
 PEERS = ("transformers", "llamacpp") + PRECISIONS
 
 
-def make_peers(names: Sequence[str], generator: Generator, model_dir, gguf_path=None) -> tuple[list[Peer], dict]:
-    """Build the named peers; unavailable ones are reported as ``{"available": False, "skipped": why}``."""
-    peers, skipped = [], {}
-    for name in names:
-        try:
-            peers.append(_make_peer(name, generator, model_dir, gguf_path))
-        except _PeerUnavailable as exc:
-            skipped[name] = {"available": False, "skipped": str(exc)}
-    return peers, skipped
-
-
-class _PeerUnavailable(Exception):
-    pass
-
-
-def _make_peer(name: str, generator: Generator, model_dir, gguf_path) -> Peer:
-    eos = generator.eos_ids
-    if name in PRECISIONS:
-        try:
-            return PrecisionPeer(name, model_dir, generator.model.lm_head.weight.device)
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise _PeerUnavailable(f"promptx cannot load {model_dir} in {name} precision: {exc}") from None
-    if name == "transformers":
-        if importlib.util.find_spec("transformers") is None:
-            raise _PeerUnavailable("transformers is not installed")
-        try:
-            return TransformersPeer(model_dir, generator.model.dtype, eos, generator.model.lm_head.weight.device)
-        except (OSError, ValueError, ImportError) as exc:
-            raise _PeerUnavailable(f"transformers cannot load {model_dir}: {exc}") from None
-    if name == "llamacpp":
+def check_available(spec: PeerSpec) -> None:
+    """Raise ``PeerError`` for an unknown name, ``PeerUnavailable`` for what is missing here
+    (checked before starting a process for it)."""
+    if spec.name not in PEERS:
+        raise PeerError(f"unknown peer {spec.name!r}; use {', '.join(PEERS)}")
+    if spec.name == "transformers" and importlib.util.find_spec("transformers") is None:
+        raise PeerUnavailable("transformers is not installed")
+    if spec.name == "llamacpp":
         if importlib.util.find_spec("llama_cpp") is None:
-            raise _PeerUnavailable("llama-cpp-python is not installed (pip install llama-cpp-python)")
-        if gguf_path is None:
-            raise _PeerUnavailable("no GGUF file for this model")
+            raise PeerUnavailable("llama-cpp-python is not installed (pip install llama-cpp-python)")
+        if spec.gguf_path is None:
+            raise PeerUnavailable("no GGUF file for this model")
+
+
+def make_peer(spec: PeerSpec) -> Peer:
+    """Build the peer ``spec`` names (at ``spec.threads`` torch threads)."""
+    check_available(spec)
+    torch.set_num_threads(spec.threads)
+    if spec.name in PRECISIONS:
         try:
-            return LlamaCppPeer(gguf_path, eos, torch.get_num_threads(), generator.context_window)
+            return PrecisionPeer(spec.name, spec.model_dir, spec.device)
         except (OSError, ValueError, RuntimeError) as exc:
-            raise _PeerUnavailable(f"llama.cpp cannot load {gguf_path}: {exc}") from None
-    raise PeerError(f"unknown peer {name!r}; use {', '.join(PEERS)}")
+            raise PeerUnavailable(f"promptx cannot load {spec.model_dir} in {spec.name} precision: {exc}") from None
+    if spec.name == "transformers":
+        try:
+            return TransformersPeer(spec.model_dir, getattr(torch, spec.dtype), spec.eos_ids, spec.device)
+        except (OSError, ValueError, ImportError) as exc:
+            raise PeerUnavailable(f"transformers cannot load {spec.model_dir}: {exc}") from None
+    try:
+        return LlamaCppPeer(spec.gguf_path, spec.eos_ids, spec.threads, spec.context)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise PeerUnavailable(f"llama.cpp cannot load {spec.gguf_path}: {exc}") from None

@@ -17,12 +17,13 @@ from .analysis import (ENTROPY_METHOD, budget_scaling, compare_tree_chain, decod
                        next_token_entropies, quartile_edges,
                        summarize_run, timing_summary, tokens_per_second)
 from .machine import machine_info, peak_rss_mib
+from .peer_process import PeerProcess
 from .peers import Peer
-from .runs import (SCHEMA_VERSION, BenchConfig, BenchError, BenchPrompt, RunSpec, Sample, build_runs, decode_peer,
+from .runs import (SCHEMA_VERSION, BenchConfig, BenchError, BenchPrompt, RunSpec, Sample, build_runs,
                    decode_run, rotated, warm_up, with_harness)
 
 
-def measure(generator: Generator, drafter: Drafter | None, runs: Sequence[RunSpec], peers: Sequence[Peer],
+def measure(generator: Generator, drafter: Drafter | None, runs: Sequence[RunSpec], peers: Sequence[Peer | PeerProcess],
             prompts: Sequence[BenchPrompt], params: SamplingParams,
             say: Callable[[str], None]) -> dict[str, list[Sample]]:
     """Decode every prompt with every run and peer; the order rotates from prompt to prompt."""
@@ -34,13 +35,13 @@ def measure(generator: Generator, drafter: Drafter | None, runs: Sequence[RunSpe
             if kind == "run":
                 with generator.lock:   # the engine's cache and drafter: one decode at a time
                     samples[job.name].append(decode_run(generator, drafter, job, prompt.ids, params))
-            else:
-                samples[job.name].append(decode_peer(job, prompt.ids, params))
+            elif (sample := job.decode(prompt.ids, params)) is not None:     # None: crashed (reported)
+                samples[job.name].append(sample)
     return samples
 
 
 def run_bench(generator: Generator, drafter: Drafter | None, prompts: Sequence[BenchPrompt],
-              config: BenchConfig, *, peers: Sequence[Peer] = (),
+              config: BenchConfig, *, peers: Sequence[Peer | PeerProcess] = (),
               progress: Callable[[str], None] | None = None) -> dict:
     """Measure every run and peer on ``prompts``; return the report (docs/bench.md)."""
     if not prompts:
@@ -74,7 +75,8 @@ def run_bench(generator: Generator, drafter: Drafter | None, prompts: Sequence[B
         "machine": machine_info(generator.model),
         "settings": _settings(config, runs, len(prompts)),
         "runs": run_reports,
-        "peers": {p.name: _peer_report(samples[p.name], reference) for p in peers},
+        "peers": {p.name: _peer_report(samples[p.name], reference) if p.crashed is None else
+                  {"available": False, "skipped": f"crashed: {p.crashed}"} for p in peers},
         "tree_vs_chain": compare_tree_chain(run_reports, config.budgets),
         "budget_scaling": budget_scaling(run_reports),
         "entropy": {"method": ENTROPY_METHOD, "quartile_edges": edges},
@@ -95,7 +97,7 @@ def _entropies(model, prompts, samples, runs) -> list[dict[tuple, list[float]]]:
 
 def _memory(rss_loaded: float, model) -> dict:
     memory = {"rss_after_load_mib": rss_loaded, "peak_rss_mib": peak_rss_mib(),
-              "note": "process-wide peak (getrusage maxrss): includes every run and peer"}
+              "note": "process-wide peak (getrusage maxrss): every run; peers run in their own processes"}
     device = model.lm_head.weight.device
     if device.type == "cuda":
         memory["cuda_peak_allocated_mib"] = torch.cuda.max_memory_allocated(device) / (1 << 20)

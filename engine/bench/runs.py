@@ -1,7 +1,7 @@
 """What the benchmark measures: its settings, the runs (decoding modes), and one timed decode.
 
 A *run* is one engine configuration (``none``, ``chain@B``, ``tree@B``, ``harness``);
-``decode_run`` decodes one prompt with it, ``decode_peer`` with another engine.
+``decode_run`` decodes one prompt with it (peers time themselves: ``Peer.decode``).
 Not here: aggregation (``engine.bench.analysis``), the report (``engine.bench.report``).
 """
 
@@ -19,7 +19,7 @@ from ..decode.stats import DecodeStats
 from ..generator import Generator
 from ..speculative.drafter import Drafter, DrafterConfig
 from ..speculative.loop import FixedTree, TreeConfig, decode_speculative
-from .peers import Peer
+from .sample import Sample
 
 SCHEMA_VERSION = 1
 MODES = ("none", "chain", "tree", "harness")
@@ -82,16 +82,6 @@ class RunSpec:
     planner: object | None = None         # the ``Harness`` of a ``harness`` run
 
 
-@dataclass
-class Sample:
-    """One decode of one prompt by one run or peer."""
-
-    tokens: list[int]
-    latency_s: float
-    stats: DecodeStats | None = None
-    first_token_s: float | None = None    # a streaming peer's time to its first token (prefill)
-
-
 def build_runs(config: BenchConfig) -> list[RunSpec]:
     """The runs to measure; ``none`` always comes first (it is the reference)."""
     runs = [RunSpec("none", "none")]
@@ -147,24 +137,13 @@ def with_harness(run: RunSpec, model, drafter, say: Callable[[str], None]) -> Ru
     return replace(run, planner=harness)
 
 
-def decode_peer(peer: Peer, prompt_ids: Sequence[int], params: SamplingParams) -> Sample:
-    """Time one decode by ``peer``; a peer that streams its tokens (``peer.streams``) also gets its
-    time to the first token, so that its decoding speed is reported without the prefill."""
-    started, first, tokens = time.perf_counter(), None, []
-    for token in peer.generate(prompt_ids, params):
-        if first is None:
-            first = time.perf_counter() - started
-        tokens.append(token)
-    return Sample(tokens, time.perf_counter() - started, first_token_s=first if peer.streams else None)
-
-
 def warm_up(generator, drafter, runs, peers, prompt: BenchPrompt, config: BenchConfig) -> None:
     """One tiny decode per run and peer, so one-time costs do not land on the first prompt."""
     ids, params = prompt.ids[:16], config.params(max_new_tokens=2)
     for run in runs:
         decode_run(generator, drafter, run, ids, params)
     for peer in peers:
-        decode_peer(peer, ids, params)
+        peer.decode(ids, params)
 
 
 

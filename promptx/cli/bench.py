@@ -334,7 +334,7 @@ def bench(prompt_file, suite, file_format, target, model, drafter, max_new_token
         import torch
 
         torch.set_num_threads(threads)
-    from engine.bench import BenchConfig, BenchError, make_peers, run_bench
+    from engine.bench import BenchConfig, BenchError, close_peers, make_peers, run_bench
 
     try:
         config = BenchConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
@@ -350,9 +350,14 @@ def bench(prompt_file, suite, file_format, target, model, drafter, max_new_token
     prompts = bench_prompts(specs, generator, target, max_new_tokens, prompt_style_of(directory))
     speculative = any(m != "none" for m in config.modes)
     drafter, drafter_info = choose_drafter(generator, drafter, seed) if speculative else (None, None)
-    peer_list, skipped = make_peers(peer_names, generator, directory, source.gguf)
     say = lambda message: click.echo(f"promptx bench: {message}", err=True)  # noqa: E731
-    report = run_bench(generator, drafter, prompts, config, peers=peer_list, progress=say)
+    if peer_names:
+        say(f"starting peers in their own processes: {', '.join(peer_names)}")
+    peer_list, skipped = make_peers(peer_names, generator, directory, source.gguf)
+    try:
+        report = run_bench(generator, drafter, prompts, config, peers=peer_list, progress=say)
+    finally:
+        close_peers(peer_list)
     report.update(model={"name": source.name, "directory": str(directory),
                          "gguf": None if source.gguf is None else str(source.gguf)},
                   drafter=drafter_info, plots=[],
@@ -369,7 +374,8 @@ def add_notes(report: dict, skipped_peers: dict) -> None:
     report["peers"].update(skipped_peers)
     if report["drafter"] and report["drafter"]["random"]:
         report["warnings"].append(RANDOM_DRAFTER_WARNING)
-    report["notes"] += [f"peer {name} skipped: {entry['skipped']}" for name, entry in skipped_peers.items()]
+    report["notes"] += [f"peer {name} skipped: {entry['skipped']}" for name, entry in report["peers"].items()
+                        if not entry["available"]]
     if report["settings"]["concurrency"] > 1:
         report["notes"].append(CONCURRENCY_NOTE)
     report["notes"].append(f"entropy method: {report['entropy']['method']}")

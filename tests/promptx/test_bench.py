@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from engine.bench.peers import Peer, PeerUnavailable
+
 from promptx.errors import InvalidInputError
 from promptx.prompt_files import detect_format, read_prompt_file
 
@@ -205,12 +207,26 @@ def test_config_rejects_concurrency_and_unknown_modes():
     assert names == ["none", "chain@8", "tree@8", "chain@16", "tree@16"]
 
 
-def test_peers_are_skipped_with_a_reason():
+def tiny_generator():
     from types import SimpleNamespace
 
+    import torch
+
+    from engine.generator import Generator
+    from engine.runtime.config import ModelConfig
+    from engine.runtime.model import Transformer
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(model_type="llama", vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=6,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256)
+    tokenizer = SimpleNamespace(eos_token_ids=(), decode=lambda ids, **_: " ".join(map(str, ids)))
+    return Generator(Transformer(cfg).eval(), tokenizer)
+
+
+def test_peers_are_skipped_with_a_reason():
     from engine.bench import PeerError, make_peers
 
-    stub = SimpleNamespace(eos_ids=(2,), context_window=128)
+    stub = tiny_generator()
     peers, skipped = make_peers(["llamacpp"], stub, "nowhere", gguf_path=None)
     assert peers == [] and skipped["llamacpp"]["available"] is False
     reason = "not installed" if importlib.util.find_spec("llama_cpp") is None else "no GGUF file"
@@ -219,7 +235,7 @@ def test_peers_are_skipped_with_a_reason():
         make_peers(["vllm"], stub, "nowhere")
 
 
-class EnginePeer:
+class EnginePeer(Peer):
     """A peer that is the engine's own plain decoder: its output must match the none run."""
 
     name = "same-engine"
@@ -233,23 +249,80 @@ class EnginePeer:
             yield from chunk
 
 
+class FirstTokensPeer(Peer):
+    """Answers every prompt with its first three tokens."""
+
+    name, streams = "first-tokens", True
+
+    def generate(self, prompt_ids, params):
+        yield from list(prompt_ids)[:3]
+
+
+class DyingPeer(FirstTokensPeer):
+    def generate(self, prompt_ids, params):
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)          # as a native library built for another CPU does
+        yield 0
+
+
+class HangingPeer(FirstTokensPeer):
+    def generate(self, prompt_ids, params):
+        import time
+
+        time.sleep(3600)
+        yield 0
+
+
+def first_tokens_peer(spec):      # peer factories: run in the peer's process (spawn imports this module)
+    return FirstTokensPeer()
+
+
+def dying_peer(spec):
+    return DyingPeer()
+
+
+def hanging_peer(spec):
+    return HangingPeer()
+
+
+def unloadable_peer(spec):
+    raise PeerUnavailable("no such model here")
+
+
+def test_a_peer_that_crashes_or_hangs_is_reported_and_the_bench_goes_on(one_thread):
+    """Each peer lives in its own process: one killed by a signal or silent past its timeout is
+    reported as crashed (with why), the others and the runs are measured as usual."""
+    from dataclasses import replace
+
+    from engine.bench import BenchConfig, BenchPrompt, PeerProcess, PeerSpec, close_peers, run_bench
+
+    generator = tiny_generator()
+    spec = PeerSpec.of("first-tokens", generator, "nowhere")
+    peers = [PeerProcess(spec, first_tokens_peer), PeerProcess(replace(spec, name="dying"), dying_peer),
+             PeerProcess(replace(spec, name="hanging"), hanging_peer, timeout_s=2)]
+    prompts = [BenchPrompt(tuple(range(3, 15)), "t2v", "a"), BenchPrompt(tuple(range(20, 28)), "t2i", "b")]
+    try:
+        report = run_bench(generator, None, prompts, BenchConfig(max_new_tokens=4, modes=("none",), warmup=True),
+                           peers=peers)
+    finally:
+        close_peers(peers)
+    fine = report["peers"]["first-tokens"]
+    assert fine["available"] and fine["new_tokens"] == 6 and fine["decode_tokens_per_s"]["median"] > 0
+    assert report["peers"]["dying"] == {"available": False, "skipped": "crashed: killed by SIGKILL"}
+    assert report["peers"]["hanging"] == {"available": False, "skipped": "crashed: no answer in 2 s"}
+    assert report["runs"]["none"]["new_tokens"] == 8
+    with pytest.raises(PeerUnavailable, match="no such model here"):
+        PeerProcess(replace(spec, name="unloadable"), unloadable_peer)
+
+
 def test_run_bench_on_a_tiny_random_model(one_thread, tmp_path, monkeypatch):
     """Every run (the harness too), a peer, the entropy pass and the report, in seconds of compute."""
-    from types import SimpleNamespace
-
-    import torch
-
     from engine.bench import BenchConfig, BenchPrompt, random_drafter, run_bench
-    from engine.generator import Generator
-    from engine.runtime.config import ModelConfig
-    from engine.runtime.model import Transformer
 
-    torch.manual_seed(0)
-    cfg = ModelConfig(model_type="llama", vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=6,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256)
-    model = Transformer(cfg).eval()
-    tokenizer = SimpleNamespace(eos_token_ids=(), decode=lambda ids, **_: " ".join(map(str, ids)))
-    generator = Generator(model, tokenizer)
+    generator = tiny_generator()
+    model = generator.model
     prompts = [BenchPrompt(tuple(range(3, 15)), "t2v", "a"), BenchPrompt(tuple(range(20, 28)), "t2i", "b")]
     config = BenchConfig(max_new_tokens=12, budgets=(2, 4), warmup=True, modes=("chain", "tree", "harness"))
     monkeypatch.setenv("PROMPTX_CACHE", str(tmp_path))          # the quick calibration's table lands here
