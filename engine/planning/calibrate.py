@@ -24,11 +24,12 @@ from ..progress import progress_bar
 from ..speculative.checkpoint import target_fingerprint
 from .cost_table import CostKey, CostTable, cpu_name
 
-# small token counts densely, and just past 4 and 8 rows: CPU int4/int8 kernels work in blocks of
-# 4 rows, so a pass of 5 rows costs one block more than 4 (int4 here: 18.0 / 24.6 / 31.4 ms for 1 / 4 / 5)
+# both sides of 4 and 8 rows: CPU int4/int8 kernels work in blocks of 4 rows, so a pass of 5 rows
+# costs one block more than 4 (int4 here: 18.0 / 24.6 / 31.4 ms for 1 / 4 / 5; 1..4 is about linear).
+# QUICK runs at the first speculative decode on a machine: ~1.6x the points of (1, 8, 32)
 FULL = dict(tokens=(1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 64), contexts=(128, 512, 1024, 2048, 4096), batches=(1, 2, 4, 8),
             widths=(1, 2, 4, 8, 16, 32, 64), repeats=3)
-QUICK = dict(tokens=(1, 2, 4, 5, 8, 9, 16, 32), contexts=(256, 1024), batches=(1, 8), widths=(1, 4, 16), repeats=2)
+QUICK = dict(tokens=(1, 4, 5, 8, 9, 32), contexts=(256, 1024), batches=(1, 8), widths=(1, 4, 16), repeats=2)
 DRAFT_CONTEXT = 512
 BRANCHING = 8
 

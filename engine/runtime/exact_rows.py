@@ -20,7 +20,10 @@ near-ties are common. Three things differ between the passes on a CPU, and
   16-float vectors: a key moved by 16 slots changed a sum in a 100-prompt
   check, by 32 never): a draft-tree node must sit at a slot congruent to its
   position, so trees are laid out in columns ``LANE_STRIDE`` slots apart
-  (``speculative.loop.tree_slots``), and in the ``KEY_BLOCK`` of keys of its
+  (``speculative.loop.tree_slots``), never left of the parent's column (a row
+  then meets its keys in position order, as plain decoding does: keys out of
+  order flipped a bf16 output in a real 128-token decode), and in the
+  ``KEY_BLOCK`` of keys of its
   position (the kernel merges blocks of keys one after another): nodes that
   would land in a later block are not verified (``speculative.loop.fit_lanes``;
   next to a block boundary).

@@ -128,7 +128,7 @@ def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
     device = cache.k.device
     tokens = torch.tensor([[root] + tree.token_list], device=device)
     depths = tree.depths_with_root()
-    slots = tree_slots(depths, length, model.lane_stride).to(device)
+    slots = tree_slots(depths, tree.parents, length, model.lane_stride).to(device)
     mask = torch.zeros(n + 1, int(slots.max()) + 1, dtype=torch.bool, device=device)
     mask[:, :length] = True
     mask[:, slots] = tree.mask_with_root().to(device)
@@ -137,17 +137,28 @@ def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
     return out.logits[0], out.taps, slots
 
 
-def tree_slots(depths: torch.Tensor, length: int, lane_stride: int) -> torch.Tensor:
-    """Cache slots of the rows (root first, ``depths`` [N+1]): contiguous after the prefix,
-    or with ``lane_stride`` the i-th node of depth d at length + lane_stride * i + d, so that
-    every node sits in the vector lane of its position (``Transformer.lane_stride``)."""
+def tree_slots(depths: torch.Tensor, parents: torch.Tensor, length: int, lane_stride: int) -> torch.Tensor:
+    """Cache slots of the rows (root first; ``depths`` [N+1], node ``parents`` [N], -1 = root):
+    contiguous after the prefix, or with ``lane_stride`` node (depth d, column c) at
+    length + lane_stride * c + d (``lane_columns``), so that every node sits in the vector lane
+    of its position and after its ancestors (``Transformer.lane_stride``)."""
     if not lane_stride:
         return torch.arange(length, length + len(depths))
-    column = torch.zeros_like(depths)
-    for d in depths.unique().tolist():
-        at = (depths == d).nonzero().flatten()
-        column[at] = torch.arange(len(at))
-    return length + lane_stride * column + depths
+    return length + lane_stride * lane_columns(depths, parents) + depths
+
+
+def lane_columns(depths: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+    """A column per row (the root's is 0), distinct within a depth and never left of the parent's,
+    so that along every path slots grow with positions: a row then sums its keys in the order
+    plain decoding does (keys out of order changed a bf16 attention output in a 128-token check)."""
+    depth_of, parent_row = depths.tolist(), [p + 1 for p in parents.tolist()]
+    column = [0] * len(depth_of)
+    for d in sorted(set(depth_of) - {0}):
+        rows = sorted((r for r in range(1, len(depth_of)) if depth_of[r] == d), key=lambda r: column[parent_row[r - 1]])
+        last = -1
+        for r in rows:
+            column[r] = last = max(column[parent_row[r - 1]], last + 1)
+    return torch.tensor(column, dtype=depths.dtype, device=depths.device)
 
 
 def fit_lanes(tree: DraftTree, length: int, lane_stride: int) -> DraftTree:
@@ -156,7 +167,7 @@ def fit_lanes(tree: DraftTree, length: int, lane_stride: int) -> DraftTree:
     if not lane_stride or not tree.size:
         return tree
     depths = tree.depths_with_root()
-    slots = tree_slots(depths, length, lane_stride)
+    slots = tree_slots(depths, tree.parents, length, lane_stride)
     crossing = (slots // KEY_BLOCK != (length + depths) // KEY_BLOCK)[1:]
     return tree.without(crossing.nonzero().flatten().tolist()) if crossing.any() else tree
 

@@ -16,13 +16,28 @@ from engine.speculative.loop import tree_room, tree_slots
 from tests.tiny import make_tiny_target
 
 
-def test_tree_slots_put_every_node_in_the_lane_of_its_position():
-    depths = torch.tensor([0, 1, 1, 1, 2, 2, 2, 2, 3])
-    assert tree_slots(depths, 40, 0).tolist() == list(range(40, 49))
-    slots = tree_slots(depths, 40, LANE_STRIDE)
-    assert slots[0] == 40 and len(set(slots.tolist())) == len(depths)
-    assert ((slots - (40 + depths)) % LANE_STRIDE == 0).all()
-    assert int(slots.max()) - 40 < tree_room(len(depths) - 1, LANE_STRIDE)
+def test_tree_slots_put_every_node_in_the_lane_of_its_position_after_its_ancestors():
+    """Distinct slots, each congruent to its position, growing along every path (a node whose
+    ancestor sat in a later column summed its keys out of order: a bf16 flip in a real decode)."""
+    from engine.speculative.tree import DraftTree
+
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(200):
+        n = int(torch.randint(1, 40, (1,), generator=gen))
+        parents = [int(torch.randint(-1, i, (1,), generator=gen)) for i in range(n)]   # topological
+        tree = DraftTree(torch.arange(n), parents, torch.zeros(n))
+        depths = tree.depths_with_root()
+        assert tree_slots(depths, tree.parents, 40, 0).tolist() == list(range(40, 41 + n))
+        slots = tree_slots(depths, tree.parents, 40, LANE_STRIDE)
+        assert slots[0] == 40 and len(set(slots.tolist())) == n + 1
+        assert ((slots - (40 + depths)) % LANE_STRIDE == 0).all()
+        assert all(slots[p + 1] < slots[i + 1] for i, p in enumerate(parents))
+        assert int(slots.max()) - 40 < tree_room(n, LANE_STRIDE)
+    # the tree of the real-model case: the path 1 -> 5 -> 14 left column 1 for column 0
+    parents = [-1, -1, -1, -1, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 5, 9]
+    tree = DraftTree(torch.arange(16), parents, torch.zeros(16))
+    slots = tree_slots(tree.depths_with_root(), tree.parents, 149, LANE_STRIDE).tolist()
+    assert slots[2] < slots[6] < slots[15]
 
 
 def test_masks_widen_to_an_aligned_span_of_masked_keys():
