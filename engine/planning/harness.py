@@ -11,9 +11,10 @@ harness feeds the observed acceptances back to the calibrator and corrects
 its latency predictions by the observed/predicted ratio, then records its
 choices in ``DecodeStats.rounds``. At batch 1 it also times whole rounds
 (everything the table does not model included) against plain steps and
-decodes plainly, re-measuring a round after each run of plain steps, while
-speculation is measured slower; every re-measured round that loses doubles the
-run (up to ``max_plain_run``), so a drafter that never pays costs next to nothing.
+decodes plainly, re-measuring a round after each run of plain steps (runs carry
+over from one decode to the next), while speculation is measured slower; every
+re-measured round that loses doubles the run (up to ``max_plain_run``), so a
+drafter that never pays costs next to nothing.
 
 ``decode_harness`` is ``decode_speculative`` driven by a ``Harness``; the
 decode loop, verification and losslessness are the speculative decoder's.
@@ -81,9 +82,10 @@ class Harness(Planner):
         self._pending: dict = {}
         # measured wall seconds per emitted token, all overhead included (batch 1)
         self.pace = {"speculative": None, "plain": None}
-        self._explore = False      # the next round speculates, to measure it again
-        self._plain_run = self.config.plain_run
-        self._remeasuring = False  # the current round re-measures after a plain run
+        self._plain_run = self.config.plain_run   # length of the next run of plain steps
+        self._plain_left = 0       # plain steps left in the current run
+        self._run_ended = False    # a run was used up: the next round re-measures speculation
+        self._remeasuring = False  # the current round is that re-measuring round
 
     @classmethod
     def for_model(cls, model: Transformer, drafter: Drafter, directory: str | Path | None = None,
@@ -166,27 +168,38 @@ class Harness(Planner):
 
     # ---- plain steps (batch 1) -----------------------------------------------------------------
     def plain_steps(self, context: int) -> int:
-        """A run of plain steps when speculative rounds have been measured slower per token than
-        plain steps (everything included: drafting, verification, catch-up, bookkeeping); after
-        each run one speculative round measures again, so the choice follows the device."""
+        """Plain steps to take before the next round, while speculative rounds are measured slower
+        per token than plain steps (everything included: drafting, verification, catch-up,
+        bookkeeping): the rest of the current run, which carries over from one decode to the next;
+        when a run is used up, 0 for one round that measures speculation again, and each such
+        round that still loses doubles the next run (up to ``max_plain_run``)."""
         spec, plain = self.pace["speculative"], self.pace["plain"]
-        if spec is None or self._explore:
-            self._remeasuring, self._explore = self._explore, False
+        if spec is None:
             return 0
-        self._remeasuring = False
         if plain is None:
             plain = self.verify_seconds(1, context)       # until measured: the table's single-token pass
-        return self._plain_run if self._slower(spec, plain) else 0
+        if not self._slower(spec, plain):
+            self._plain_left, self._run_ended = 0, False
+            return 0
+        if self._plain_left <= 0:
+            if self._run_ended:                           # re-measure with one round
+                self._run_ended, self._remeasuring = False, True
+                return 0
+            self._plain_left = self._plain_run
+        return self._plain_left
 
     def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
         if tokens <= 0:
             return
-        self._explore = plain
         key, w = ("plain" if plain else "speculative"), self.config.pace_smoothing
         per_token = seconds / tokens
         old = self.pace[key]
         self.pace[key] = per_token if old is None else (1 - w) * old + w * per_token
-        if not plain and self.pace["plain"] is not None:
+        if plain:
+            self._plain_left -= tokens
+            self._run_ended = self._plain_left <= 0
+            return
+        if self.pace["plain"] is not None:
             if not self._slower(self.pace["speculative"], self.pace["plain"]):
                 self._plain_run = self.config.plain_run
             elif self._remeasuring:                           # the round after a plain run lost again

@@ -237,20 +237,25 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     if stop.done:
         return
     state = DraftState(drafter.new_cache(capacity + planner.draft_slots), root_out=None)
-    drafter_catch_up(drafter, state, out.taps, list(prompt_ids[1:]) + [root])
+    # what the drafter has not been fed yet (target features, the tokens after them): fed at the
+    # next round that drafts, so plain steps (or a whole plain decode) never run the drafter
+    pending_taps, pending_tokens = [out.taps], list(prompt_ids[1:]) + [root]
     while True:
         paced = time.perf_counter()
         steps = planner.plain_steps(cache.length)
-        if steps:       # speculation predicted not to pay: plain steps, drafter fed afterwards
+        if steps:       # speculation predicted not to pay: plain steps
             run = _PlainRun(model, cache, root, params, stop, stats, generator)
             yield from run.steps(steps)
+            planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)
             if stop.done:
                 break
-            drafter_catch_up(drafter, state, torch.cat(run.taps, dim=1), run.tokens)
+            pending_taps.append(torch.cat(run.taps, dim=1))
+            pending_tokens += run.tokens
             root = run.tokens[-1]
-            planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)  # catch-up included
             continue
-        t0 = time.perf_counter()
+        drafter_catch_up(drafter, state, torch.cat(pending_taps, dim=1), pending_tokens)
+        pending_taps, pending_tokens = [], []
+        t0 = time.perf_counter()               # (the catch-up counts in the round's pace, not its drafting)
         tree = fit_lanes(planner.draft(drafter, state, cache.length), cache.length, model.lane_stride)
         t1 = time.perf_counter()
         logits, taps, slots = verify_pass(model, cache, root, tree)
@@ -268,7 +273,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
             break
         rows = result.kept_rows
         cache.compact(slots[rows])
-        drafter_catch_up(drafter, state, taps[:, rows], result.tokens)
+        pending_taps, pending_tokens = [taps[:, rows]], list(result.tokens)
         root = result.tokens[-1]
         planner.observe_pace(len(result.tokens), time.perf_counter() - paced, plain=False)
     stats.decode_s = time.perf_counter() - started

@@ -186,10 +186,13 @@ def test_harness_switches_to_plain_steps_when_rounds_are_measured_slower():
     assert harness.plain_steps(256) == 0                        # nothing measured yet: speculate
     harness.observe_pace(2, 0.2, plain=False)                   # 0.1 s per token speculating
     assert harness.plain_steps(256) == 0                        # the table's plain step: 0.101 s
-    harness.observe_pace(10, 0.5, plain=True)                   # measured: 0.05 s per plain token
+    harness.observe_pace(1, 0.05, plain=True)                   # measured: 0.05 s per plain token
     assert harness.plain_steps(256) == 0                        # after a plain run: one round to re-measure
-    assert harness.plain_steps(256) == 7
-    assert harness.plain_steps(256) == 7                        # ...until a plain run is observed again
+    assert harness.plain_steps(256) == 7                        # (it was not observed) a new run
+    harness.observe_pace(3, 0.15, plain=True)                   # a decode ended 3 steps into it:
+    assert harness.plain_steps(256) == 4                        # the next decode goes on with the rest
+    harness.observe_pace(4, 0.2, plain=True)
+    assert harness.plain_steps(256) == 0                        # used up: re-measure
     for _ in range(20):
         harness.observe_pace(4, 0.1, plain=False)               # drafts got good: 0.025 s per token
     assert harness.plain_steps(256) == 0
@@ -198,19 +201,19 @@ def test_harness_switches_to_plain_steps_when_rounds_are_measured_slower():
 def test_plain_runs_double_while_re_measured_rounds_keep_losing():
     harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=8, max_plain_run=40))
     harness.observe_pace(2, 0.2, plain=False)                   # 0.1 s per token speculating
+    harness.observe_pace(1, 0.05, plain=True)                   # 0.05 s per plain token
     runs = []
     for _ in range(5):
-        harness.observe_pace(10, 0.5, plain=True)               # 0.05 s per plain token
-        assert harness.plain_steps(256) == 0                    # one round re-measures...
+        assert harness.plain_steps(256) == 0                    # the run is used up: one round re-measures...
         harness.observe_pace(2, 0.2, plain=False)               # ...and loses again
         runs.append(harness.plain_steps(256))
+        harness.observe_pace(runs[-1], 0.05 * runs[-1], plain=True)
     assert runs == [16, 32, 40, 40, 40]
-    harness.observe_pace(10, 0.5, plain=True)
     for _ in range(10):
-        harness.observe_pace(8, 0.1, plain=False)               # a round that wins resets the run
+        harness.observe_pace(8, 0.1, plain=False)               # rounds that win reset the run
     assert harness.plain_steps(256) == 0
     for _ in range(10):
-        harness.observe_pace(1, 0.5, plain=False)
+        harness.observe_pace(1, 0.5, plain=False)               # losing again, outside a re-measure
     assert harness.plain_steps(256) == 8
 
 
