@@ -76,6 +76,8 @@ class Harness(Planner):
         self.child_accept = self.config.child_accept
         self.chain_accept = self.config.child_accept      # batched rounds: acceptance per chain step
         self._batch_rounds = 0
+        self._explore_every = self.config.explore_every
+        self._round_s: dict[tuple[int, int], float] = {}   # (batch, chain length) -> measured seconds per round
         self.verify_scale = self.draft_scale = 1.0        # observed / predicted latency
         self.max_nodes = self.config.max_nodes
         self.draft_slots = self.config.max_depth * max(64, self.config.branching)
@@ -212,28 +214,46 @@ class Harness(Planner):
     # ---- batched rounds (engine.speculative.batch) ---------------------------------------------
     def batch_config(self, context: int, batch: int) -> TreeConfig:
         """Chain length for the next batched round: the most expected tokens per second for the
-        whole batch, with per-depth acceptance ``child_accept`` (0 = plain batched decoding)."""
-        best_length, best_rate, best_seconds = 0, 0.0, 0.0
+        whole batch, with per-depth acceptance ``child_accept`` (0 = plain batched decoding), and
+        per round the seconds measured at this batch size and length where there are some (the
+        table's otherwise). A 1-token chain every ``explore_every`` rounds keeps the acceptance
+        measured; each such round that still loses doubles the interval (up to 16x)."""
+        best_length, best_rate, best_seconds, plain_rate = 0, 0.0, 0.0, 0.0
         expected = 1.0
         for length in range(0, min(self.config.max_batch_chain, self.max_nodes) + 1):
             if length:
                 expected += self.chain_accept ** length
-            drafting = self.costs.draft_seconds(1, batch) * (length + 1) if length else 0.0   # plain: deferred
-            seconds = self.verify_scale * self.costs.verify_seconds(length + 1, context, batch) + self.draft_scale * drafting
+            seconds = self._batch_round_seconds(length, context, batch)
             rate = batch * expected / seconds
+            plain_rate = plain_rate or rate
             if rate > best_rate:
                 best_length, best_rate, best_seconds = length, rate, seconds
         self._batch_rounds += 1
-        if best_length == 0 and self.max_nodes and self._batch_rounds % self.config.explore_every == 0:
+        if best_length == 0 and self.max_nodes and self._batch_rounds % self._explore_every == 0:
             best_length = 1                  # keep observing acceptance, or a low estimate never recovers
+            measured = self._round_s.get((batch, 1))
+            if measured is not None and batch * (1 + self.chain_accept) / measured < plain_rate:
+                self._explore_every = min(2 * self._explore_every, 16 * self.config.explore_every)
+        elif best_length:
+            self._explore_every = self.config.explore_every
         self._pending = {"predicted_accepted": round(sum(self.chain_accept ** d for d in range(1, best_length + 1)), 3),
-                         "predicted_s": best_seconds, "batch": batch}
+                         "predicted_s": best_seconds, "batch": batch, "length": best_length}
         return TreeConfig.chain(best_length)
+
+    def _batch_round_seconds(self, length: int, context: int, batch: int) -> float:
+        measured = self._round_s.get((batch, length))
+        if measured is not None:
+            return measured
+        drafting = self.costs.draft_seconds(1, batch) * (length + 1) if length else 0.0   # plain: deferred
+        return self.verify_scale * self.costs.verify_seconds(length + 1, context, batch) + self.draft_scale * drafting
 
     def observe_batch(self, config: TreeConfig, trees, results, draft_s: float, verify_s: float,
                       stats: Sequence[DecodeStats]) -> None:
         """Update the chain acceptance estimate from every row; log the round in each row's stats."""
         pending, self._pending = self._pending, {}
+        key, w = (pending.get("batch", len(trees)), pending.get("length", config.budget)), self.config.pace_smoothing
+        old = self._round_s.get(key)
+        self._round_s[key] = draft_s + verify_s if old is None else (1 - w) * old + w * (draft_s + verify_s)
         tested = accepted = 0
         for tree, result, row_stats in zip(trees, results, stats):
             if tree.size:

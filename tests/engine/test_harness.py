@@ -240,6 +240,28 @@ def test_plain_runs_inside_a_harness_decode_stay_lossless(one_thread):
     assert not any(r.get("plain") for r in stats.rounds)
 
 
+def test_batched_rounds_follow_measured_round_times():
+    """The table says verification is nearly free, but every drafting round is measured 20x a
+    plain one: the harness tries each chain length once, then decodes plainly, exploring ever
+    more rarely."""
+    from types import SimpleNamespace
+
+    from engine.speculative.planner import TreeConfig
+
+    harness = Harness(synthetic_table(1e-6, draft=1e-7), HarnessConfig(explore_every=4))
+    chosen = []
+    for _ in range(80):
+        length = harness.batch_config(100, 8).budget
+        chosen.append(length)
+        trees = [SimpleNamespace(size=length, max_depth=length)] * 8
+        results = [SimpleNamespace(num_accepted=min(length, 1))] * 8
+        harness.observe_batch(TreeConfig.chain(length), trees, results, 0.0, 1.0 if length else 0.05,
+                              [DecodeStats() for _ in range(8)])
+    assert chosen[0] == 8 and set(chosen[:12]) >= {8, 1}           # the table's choice, measured, then others
+    assert chosen[-40:].count(0) >= 38                               # plain, explorations doubled apart
+    assert harness.batch_config(100, 7).budget == 8                 # another batch size: not measured yet
+
+
 def test_batched_harness_picks_chain_lengths_and_stays_lossless(one_thread):
     from engine.speculative.batch import decode_speculative_batch
 
