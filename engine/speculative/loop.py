@@ -240,6 +240,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     # what the drafter has not been fed yet (target features, the tokens after them): fed at the
     # next round that drafts, so plain steps (or a whole plain decode) never run the drafter
     pending_taps, pending_tokens = [out.taps], list(prompt_ids[1:]) + [root]
+    resuming = True      # the pending tokens come from the prompt or plain steps, not the last round
     while True:
         paced = time.perf_counter()
         steps = planner.plain_steps(cache.length)
@@ -252,10 +253,14 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
             pending_taps.append(torch.cat(run.taps, dim=1))
             pending_tokens += run.tokens
             root = run.tokens[-1]
+            resuming = True
             continue
+        t0 = time.perf_counter()
         drafter_catch_up(drafter, state, torch.cat(pending_taps, dim=1), pending_tokens)
         pending_taps, pending_tokens = [], []
-        t0 = time.perf_counter()               # (the catch-up counts in the round's pace, not its drafting)
+        if resuming:     # feeding what plain steps left is a one-time cost, not this round's pace
+            paced += time.perf_counter() - t0
+        t0, resuming = time.perf_counter(), False    # drafting time leaves the catch-up out
         tree = fit_lanes(planner.draft(drafter, state, cache.length), cache.length, model.lane_stride)
         t1 = time.perf_counter()
         logits, taps, slots = verify_pass(model, cache, root, tree)
