@@ -18,7 +18,7 @@ import signal
 from typing import Callable, Sequence
 
 from ..decode.sampling import SamplingParams
-from .peers import Peer, PeerError, PeerSpec, PeerUnavailable, check_available, make_peer
+from .peers import Peer, PeerSpec, PeerUnavailable, check_available, make_peer
 from .sample import Sample
 
 LOAD_TIMEOUT_S = 900.0      # loading a model in the child (a cold transformers import included)

@@ -85,9 +85,8 @@ class Harness(Planner):
         # measured wall seconds per emitted token, all overhead included (batch 1)
         self.pace = {"speculative": None, "plain": None}
         self._plain_run = self.config.plain_run   # length of the next run of plain steps
-        self._plain_left = 0       # plain steps left in the current run
-        self._run_ended = False    # a run was used up: the next round re-measures speculation
-        self._remeasuring = False  # the current round is that re-measuring round
+        self._plain_left: int | None = None   # plain steps left in the current run (None: no run)
+        self._remeasuring = False  # the current round re-measures speculation after a used-up run
 
     @classmethod
     def for_model(cls, model: Transformer, drafter: Drafter, directory: str | Path | None = None,
@@ -181,13 +180,13 @@ class Harness(Planner):
         if plain is None:
             plain = self.verify_seconds(1, context)       # until measured: the table's single-token pass
         if not self._slower(spec, plain):
-            self._plain_left, self._run_ended = 0, False
+            self._plain_left = None
             return 0
-        if self._plain_left <= 0:
-            if self._run_ended:                           # re-measure with one round
-                self._run_ended, self._remeasuring = False, True
-                return 0
+        if self._plain_left is None:
             self._plain_left = self._plain_run
+        elif self._plain_left <= 0:                       # the run is used up: re-measure with one round
+            self._plain_left, self._remeasuring = None, True
+            return 0
         return self._plain_left
 
     def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
@@ -198,8 +197,7 @@ class Harness(Planner):
         old = self.pace[key]
         self.pace[key] = per_token if old is None else (1 - w) * old + w * per_token
         if plain:
-            self._plain_left -= tokens
-            self._run_ended = self._plain_left <= 0
+            self._plain_left = (self._plain_left or 0) - tokens
             return
         if self.pace["plain"] is not None:
             if not self._slower(self.pace["speculative"], self.pace["plain"]):
@@ -225,7 +223,8 @@ class Harness(Planner):
                 expected += self.chain_accept ** length
             seconds = self._batch_round_seconds(length, context, batch)
             rate = batch * expected / seconds
-            plain_rate = plain_rate or rate
+            if length == 0:
+                plain_rate = rate
             if rate > best_rate:
                 best_length, best_rate, best_seconds = length, rate, seconds
         self._batch_rounds += 1

@@ -96,11 +96,17 @@ def attend_rowwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torc
     _, h, t, d = q.shape
     hkv = k.shape[1]
     rows = q[0].reshape(hkv, h // hkv, t, d).permute(2, 0, 1, 3)            # [T, Hkv, G, D]
+    return attend_rows(rows, k, v, mask).permute(1, 2, 0, 3).reshape(1, h, t, d)
+
+
+def attend_rows(rows: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The SDPA call of ``attend_rowwise``: query rows [T, Hkv, G, D], each token its own batch
+    element over k, v [1, Hkv, S, D], on one thread; mask bool, T x S elements. -> [T, Hkv, G, D]."""
+    t = rows.shape[0]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        out = F.scaled_dot_product_attention(rows, k.expand(t, -1, -1, -1), v.expand(t, -1, -1, -1),
-                                             attn_mask=mask.reshape(t, 1, 1, -1))
+        return F.scaled_dot_product_attention(rows, k.expand(t, -1, -1, -1), v.expand(t, -1, -1, -1),
+                                              attn_mask=mask.reshape(t, 1, 1, -1))
     finally:
         torch.set_num_threads(threads)
-    return out.permute(1, 2, 0, 3).reshape(1, h, t, d)

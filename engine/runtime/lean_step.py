@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from .int4 import WIDE_ROWS
 from .kv_cache import CacheFullError
+from .layers import attend_rows
 from .model import ForwardOutput, aligned_mask
 
 
@@ -100,8 +101,7 @@ def _bf16_matmul(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 def _bf16_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """What ``MixedLinear`` computes for one row."""
-    out = _bf16_matmul(x, weight).to(x.dtype)
-    return out if bias is None else out + bias
+    return _with_bias(_bf16_matmul(x, weight).to(x.dtype), bias)
 
 
 def _layer_weights(block) -> _LayerWeights:
@@ -156,12 +156,11 @@ class LeanInt4Pass:
         positions = torch.arange(start, start + t, device=tokens.device) if positions is None else positions
         mask = aligned_mask(mask, start, t, tokens.device)
         span = mask.shape[-1]
-        mask = mask.reshape(t, 1, 1, span)
         cos = self.cos[positions].to(torch.bfloat16)[:, None]                             # [T, 1, D]
         sin = self.signed_sin[positions].to(torch.bfloat16)[:, None]
         h, hkv, d = self.heads, self.kv_heads, self.head_dim
         x = self.embeddings[tokens[0]]                                                   # [T, hidden] bf16
-        tapped, threads = [], torch.get_num_threads()
+        tapped = []
         for i, (input_norm, qkv_proj, o_proj, post_norm, gate_up_proj, down_proj) in enumerate(self.layers):
             if taps:
                 tapped.extend(x for tap in self.tap_layers if tap == i)
@@ -170,14 +169,8 @@ class LeanInt4Pass:
             qk = qk * cos + qk.roll(self.half, -1) * sin          # rotate_half(x) * sin, bit for bit
             cache.k[i, 0, :, where] = qk[:, h:].transpose(0, 1)
             cache.v[i, 0, :, where] = qkv[:, (h + hkv) * d:].view(t, hkv, d).transpose(0, 1)
-            keys, values = cache.k[i, :, :, :span], cache.v[i, :, :, :span]
-            torch.set_num_threads(1)          # as attend_rowwise: a row per batch element, one thread
-            try:
-                attended = F.scaled_dot_product_attention(qk[:, :h].reshape(t, hkv, h // hkv, d),
-                                                          keys.expand(t, -1, -1, -1), values.expand(t, -1, -1, -1),
-                                                          attn_mask=mask)
-            finally:
-                torch.set_num_threads(threads)
+            attended = attend_rows(qk[:, :h].reshape(t, hkv, h // hkv, d), cache.k[i, :, :, :span],
+                                   cache.v[i, :, :, :span], mask)    # as the modules' attend_rowwise
             x = x + _with_bias(o_proj.rows(attended.reshape(t, h * d)), o_proj.bias)
             gate_up = _with_bias(gate_up_proj.rows(self._norm(x, post_norm)), gate_up_proj.bias)
             x = x + _with_bias(down_proj.rows(F.silu(gate_up[:, : self.intermediate]) * gate_up[:, self.intermediate:]),

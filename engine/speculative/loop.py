@@ -255,12 +255,13 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
             root = run.tokens[-1]
             resuming = True
             continue
-        t0 = time.perf_counter()
+        feeding = time.perf_counter()
         drafter_catch_up(drafter, state, torch.cat(pending_taps, dim=1), pending_tokens)
         pending_taps, pending_tokens = [], []
+        t0 = time.perf_counter()                   # drafting time leaves the catch-up out
         if resuming:     # feeding what plain steps left is a one-time cost, not this round's pace
-            paced += time.perf_counter() - t0
-        t0, resuming = time.perf_counter(), False    # drafting time leaves the catch-up out
+            paced += t0 - feeding
+        resuming = False
         tree = fit_lanes(planner.draft(drafter, state, cache.length), cache.length, model.lane_stride)
         t1 = time.perf_counter()
         logits, taps, slots = verify_pass(model, cache, root, tree)

@@ -11,7 +11,6 @@ Not here: choosing a cache location or a default model (that is promptx's job).
 from __future__ import annotations
 
 import math
-
 from pathlib import Path
 
 import torch
@@ -122,16 +121,14 @@ def load_int4(model_dir: str | Path, device: str | torch.device = "cpu",
     else:
         model = load_transformer(model_dir, torch.float32, device)
         distance = quantize_int4(model, split_adapter(model, model_dir))
-        if distance > max_grid_distance:
-            save_refusal(path, distance)
-            return None
-        from safetensors import SafetensorError
+        if distance <= max_grid_distance:
+            from safetensors import SafetensorError
 
-        try:
-            save_int4(model, distance, path)
-        except (OSError, SafetensorError):
-            pass                                   # a read-only or full cache: quantize again next time
-    if distance > max_grid_distance:               # stored by an explicit int4 request earlier
+            try:
+                save_int4(model, distance, path)
+            except (OSError, SafetensorError):
+                pass                               # a read-only or full cache: quantize again next time
+    if distance > max_grid_distance:               # (a stored one: stored by an explicit int4 request)
         save_refusal(path, distance)
         return None
     return model, ChatTokenizer(model_dir), distance
