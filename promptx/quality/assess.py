@@ -1,8 +1,8 @@
 """``assess(prompt, text, profile)``: is ``text`` a faithful enhancement of ``prompt``?
 
 Findings, by kind:
-- lost: a subject, colour, material, count, spatial relation or quoted text
-  of the prompt is missing (matched by lemma, synonym and WordNet hypernymy);
+- lost: a subject, colour, material, count, number ("42", "route 66"),
+  spatial relation or quoted text of the prompt is missing (matched by lemma, synonym and WordNet hypernymy);
   with an empty prompt, the subjects of the image's caption;
 - added_subject: a person, animal, vehicle or creature the prompt neither
   names nor licenses (``licensing``);
@@ -33,6 +33,7 @@ from .lexicon import Lexicon, lexicon
 from .licensing import PERSON_PRONOUNS, Licence
 from .matching import matches
 from .mentions import PICTURE_WORDS, Mention, mentions
+from .numbers import number_findings
 from .presence import depicted_at
 from .relations import relation_findings
 from .words import words
@@ -66,7 +67,7 @@ def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context:
     findings = form_findings(prompt, text, fmt=fmt, language=language,
                              min_words=budget.min_words if budget else None,
                              max_words=budget.max_words if budget else None, lex=lex)
-    findings += _quote_findings(prompt, text)
+    findings += _quote_findings(prompt, text) + number_findings(prompt, text, quoted_spans(prompt))
     kept: list[str] = []
     captioned = bool(context) and not prompt.strip()    # animate or describe the image: keep its main subject
     edit = profile is not None and profile.task == "i2i"
@@ -91,7 +92,7 @@ def _lexical_findings(prompt: str, text: str, context: str | None, lex: Lexicon,
     out_words = words(text)
     src_words = words(context if captioned else prompt)
     source, output = mentions(src_words, lex), mentions(out_words, lex)
-    kept, findings = _kept_subjects(source, output, out_words, lex, first_only=captioned)
+    kept, findings = _kept_subjects(source, output, src_words, out_words, lex, first_only=captioned)
     if not captioned:
         attributes = attribute_findings(source, output, src_words, out_words, lex)
         if edit:                        # an edit names the old colour and count too
@@ -155,17 +156,20 @@ def _subject_nouns(source: list[Mention], lex: Lexicon) -> list[Mention]:
     return out
 
 
-def _kept_subjects(source, output, out_words, lex, *, first_only: bool = False) -> tuple[list[str], list[Finding]]:
+def _kept_subjects(source, output, src_words, out_words, lex, *,
+                   first_only: bool = False) -> tuple[list[str], list[Finding]]:
     """The prompt's subjects the output keeps, and a finding for those it lost; ``first_only``:
     only the first (an image caption's main subject)."""
     kept, lost = [], []
     out_lemmas = {m.lemma for m in output}
+    out_texts = {w.text for w in out_words}
     parts = {p for w in out_words for p in re.split(r"[-']", w.text) if len(p) >= 4}
     for m in _subject_nouns(source, lex)[:1 if first_only else None]:
         # "skateboard" keeps "skateboarding" and back, but "bath" does not keep "bathroom"
         if (any(matches(m.lemma, o, lex) for o in out_lemmas)
                 or any(p.startswith(m.lemma) or m.lemma.startswith(p) and len(p) >= len(m.lemma) - 3
-                       for p in parts if len(m.lemma) >= 4)):
+                       for p in parts if len(m.lemma) >= 4)
+                or _kept_by_its_kind(m, src_words, out_texts, lex)):
             kept.append(m.lemma)
         else:
             lost.append(m.lemma)
@@ -174,6 +178,25 @@ def _kept_subjects(source, output, out_words, lex, *, first_only: bool = False) 
     shown = ", ".join(f'"{w}"' for w in lost[:4])
     return kept, [Finding(kind="lost", code="lost_subject", words=lost,
                           detail=f"the output lost {shown} from the prompt")]
+
+
+def _kept_by_its_kind(m: Mention, src_words, out_texts: set[str], lex: Lexicon) -> bool:
+    """A compound's head kept by the word that names its kind: "matcha tea" by "matcha",
+    "coconut fruit" by "coconut", "light house" by "lighthouse"; never by a person, animal
+    or vehicle ("corgi pizza" is no corgi) nor by a word of the picture ("light")."""
+    if not m.position:
+        return False
+    kind, head = src_words[m.position - 1], src_words[m.position]
+    if kind.phrase != head.phrase:
+        return False
+    if kind.text + m.lemma in out_texts or kind.text + head.text in out_texts:
+        return True
+    if len(kind.text) < 4 or kind.text not in out_texts or kind.text in STOPWORDS or kind.text in PICTURE_WORDS:
+        return False
+    noun = lex.noun_lemma(kind.text)
+    if noun is None:                     # a word the lexicon lacks: "matcha"
+        return not lex.knows(kind.text)
+    return lex.is_noun(noun) and not lex.is_modifier_word(kind.text) and not lex.salient_class(noun)
 
 
 # words that bring something new into an image: "add a man", "a dog walks into the frame"

@@ -1,7 +1,8 @@
 """Form findings: is the text a prompt at all, in the form its profile wants?
 
 Second person or a reader addressed, a narrator speaking in the first person,
-dialogue or quotes the input did not have, past-tense storytelling, a preamble, the wrong language, a length far
+dialogue or quotes the input did not have, past-tense storytelling, an explanation
+of the subject instead of a picture of it, a preamble, the wrong language, a length far
 outside the profile's budget, plus the generic failures (empty, degenerate,
 chatter, questions to the user) that ``validate`` detects.
 Not here: what the text says about the prompt's subjects (``assess``).
@@ -29,6 +30,10 @@ FIRST_PERSON = re.compile(r"(?<![\w-])(?:I|I'm|I've|I'd|I'll|[Mm]e|[Mm]y|[Mm]yse
                            r"(?![\w-])")
 _PREAMBLE = re.compile(r"^\s*(?:sure|certainly|of course|okay|ok|here is|here's|here are|prompt:|"
                        r"enhanced prompt|as requested)\b(?!-)", re.I)
+# an encyclopedia's voice: "the golden ratio is a mathematical concept named after ..."
+_EXPLAINS = re.compile(r"\b(?:(?:is|are) (?:a|an|the) (?:[a-z]+ ){0,2}(?:concept|term|idea|theory|principle|notion|"
+                       r"word|field of study)\b|refers? to\b|is defined as|is known as|named after|is described by|"
+                       r"in mathematics|in physics|the formula)", re.I)
 _PRONOUN = frozenset("he she they it i we".split())
 _PAST_BE = frozenset("was were had did".split())
 _PRESENT_BE = frozenset("is are has does".split())
@@ -64,6 +69,10 @@ def form_findings(prompt: str, text: str, *, fmt: str, language: str, min_words:
     if fmt != "tags" and _tells_past_story(unquoted, prompt, lex):
         found.append(Finding(kind="form", code="past_tense",
                              detail="the output tells a story in the past tense"))
+    explains = _EXPLAINS.search(unquoted)
+    if explains and explains.group(0).lower() not in prompt.lower():
+        found.append(Finding(kind="form", code="explains", words=[explains.group(0)],
+                             detail=f'the output explains instead of describing a picture ("{explains.group(0)}")'))
     found += _language_findings(prompt, text, language)
     found += _length_findings(text, min_words, max_words)
     return found

@@ -229,11 +229,15 @@ class Lexicon:
         outside the first senses ("drier" the appliance is "dryer")."""
         return bool(set(self._nouns.get(a, ())) & set(self._nouns.get(b, ())))
 
+    @staticmethod
+    def same_stem(given: str, other: str) -> bool:
+        """One word's stem in the other ("skateboard", "skateboarding"; five letters at least)."""
+        return len(given) >= 5 and len(other) >= 5 and (given.startswith(other) or other.startswith(given))
+
     def related(self, given: str, other: str, hops: int = 2) -> bool:
         """A looser match for things (not salient entities): first senses within ``hops``
-        hypernym steps of a common ancestor ("ocean" and "sea"), or one word's stem in the
-        other ("skateboard", "skateboarding")."""
-        if len(given) >= 5 and len(other) >= 5 and (given.startswith(other) or other.startswith(given)):
+        hypernym steps of a common ancestor ("ocean" and "sea"), or ``same_stem``."""
+        if self.same_stem(given, other):
             return True
         a, b = self.main_senses(given), self.main_senses(other)
         if not a or not b:

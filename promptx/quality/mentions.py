@@ -25,7 +25,7 @@ PICTURE_WORDS = frozenset("""photo photograph picture image shot scene video cli
     still camera lens style background foreground closeup close-up angle render painting drawing
     illustration art artwork portrait landscape wallpaper time lapse timelapse motion quality detail
     light lighting color colour side top front bottom left right middle center centre home tableau
-    backdrop""".split())
+    backdrop pan zoom tilt""".split())   # "a slow pan across the bench": the camera's move
 # quantities without a number: "several glasses" keeps the glasses but not "four"
 _VAGUE_COUNTS = frozenset("several many some few numerous multiple countless various dozens".split())
 # "motion that suits the scene": after these a word ending in -s is a verb
@@ -35,6 +35,8 @@ _AUXILIARIES = frozenset("does".split())
 # a group word before "of" makes its members many: "a pod of dolphins", "schools of fish"
 GROUP_WORDS = frozenset("""pod school shoal flock herd swarm pack troop colony gaggle group crowd
     bunch band horde throng cluster litter brood""".split())
+# an amount of what follows "of": "a body of water", "a stretch of beach", "a slice of cake"
+_PARTITIVES = frozenset("body expanse stretch patch sheet piece slice bit strip".split())
 _NEXT_TO = frozenset("next close according up due thanks similar compared".split())
 # words before a number that make it a part of the whole: "the other five friends"
 _SUBSET = frozenset("other remaining last first next another".split())
@@ -68,7 +70,8 @@ def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
         if i and ws[i - 1].text in _RELATIVES and w.text.endswith("s") and lex.verb_lemma(w.text):
             continue                   # "motion that suits the scene": a verb
         if i + 1 < len(ws) and ws[i + 1].text == "of" and (
-                lemma in GROUP_COUNTS or lemma in GROUP_WORDS or lex.lexname(lemma) == "noun.group"):
+                lemma in GROUP_COUNTS or lemma in GROUP_WORDS or lemma in _PARTITIVES
+                or lex.lexname(lemma) == "noun.group"):
             continue                   # "a couple of tents", "a gathering of clouds": see the members
         if i and ws[i - 1].text == "to" and w.text == lex.verb_lemma(w.text) and lex.salient_class(lemma) \
                 and not (i > 1 and ws[i - 2].text in _NEXT_TO):
@@ -109,9 +112,9 @@ def _modifiers(ws: list[Word], i: int, lex: Lexicon) -> tuple[set[str], int | No
             materials.add(t)
         elif family:
             colors.add(family)
-        elif t in NUMBERS or t.isdigit():
+        elif t in NUMBERS or t[:1].isdigit():
             subset = j and ws[j - 1].text in _SUBSET          # "the other five friends": some of them
-            count = None if subset else int(t) if t.isdigit() else NUMBERS[t]
+            count = None if subset else NUMBERS[t] if t in NUMBERS else _whole_number(t)
             break
         elif t == "of" and j >= 1 and ws[j - 1].text in GROUP_COUNTS:
             count = GROUP_COUNTS[ws[j - 1].text]
@@ -145,3 +148,9 @@ def _is_modifier(ws: list[Word], i: int, lex: Lexicon) -> bool:
     if verb and ws[i].text.endswith("s") and lex.noun_lemma(ws[i].text) != ws[i].text and not possessive:
         return False                                  # "a pod of dolphins arcs": plurals rarely modify
     return bool(lemma and lex.is_noun(lemma) and not (verb and lex.mostly_verb(verb)))
+
+
+def _whole_number(token: str) -> int | None:
+    """1000 for "1,000"; None for "3.5" or "12:30" (a measure or a time, not a count)."""
+    plain = token.replace(",", "")
+    return int(plain) if plain.isdigit() else None

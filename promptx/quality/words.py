@@ -19,13 +19,13 @@ __all__ = ["DETERMINERS", "FILLER", "FUNCTION_WORDS", "GROUP_COUNTS", "NUMBERS",
            "color_of", "compound_noun", "describes", "words"]
 
 # a run of letters and digits with a digit after a letter ("#20B2AA", "B2") is one word, not a
-# count ("1girl", "3 apples" still count)
-_TOKEN = re.compile(r"(?:\d*[^\W\d_]+\d)[^\W_]*|[^\W\d_]+(?:[-'’][^\W\d_]+)*|\d+|[.!?;:,()\"“”«»]")
+# count ("1girl", "3 apples" still count); "1,000", "3.5" and "12:30" are one number each
+_TOKEN = re.compile(r"(?:\d*[^\W\d_]+\d)[^\W_]*|[^\W\d_]+(?:[-'’][^\W\d_]+)*|\d+(?:[.,:]\d+)*|[.!?;:,()\"“”«»]")
 _PHRASE_END = frozenset(".!?;:,()")
 _QUOTE_CHARS = frozenset("\"“”«»")
 NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
             "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "single": 1, "lone": 1, "sole": 1,
-            "solitary": 1, "twin": 2, "dozen": 12, "a": 1, "an": 1}
+            "solitary": 1, "twin": 2, "dozen": 12, "hundred": 100, "thousand": 1000, "a": 1, "an": 1}
 GROUP_COUNTS = {"pair": 2, "couple": 2, "trio": 3, "quartet": 4, "dozen": 12}
 # words that may stand between a count or colour and its noun ("three small red apples")
 FILLER = frozenset("""small large big tiny little huge giant tall short old young new fluffy shiny

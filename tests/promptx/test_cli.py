@@ -132,3 +132,19 @@ def test_exit_status_follows_sys_exit():
 
     assert (_exit_status(None), _exit_status(0), _exit_status(3)) == (0, 0, 3)
     assert _exit_status("message") == 1
+
+
+def test_draft_generate_data_decodes_in_the_precision_asked(runner, model_dir, tmp_path):
+    prompts = tmp_path / "prompts"
+    (prompts / "t2i_compbench").mkdir(parents=True)
+    (prompts / "partiprompts.tsv").write_text("Prompt\tCategory\na red bicycle\tX\na green kite\tX\n")
+    out = tmp_path / "data"
+    args = ["draft", "generate-data", "--out", str(out), "--prompts-dir", str(prompts), "--tasks", "t2i",
+            "--limit", "2", "--max-new-tokens", "4", "--greedy-fraction", "1", "--dtype", "bfloat16", "--quiet"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output[result.output.index("{"):])
+    assert summary["generated"] == 2 and summary["new_tokens"] == 8
+    assert json.loads((out / "dataset.json").read_text())["dtype"] == "bfloat16"
+    rerun = runner.invoke(main, args)
+    assert rerun.exit_code == 0 and json.loads(rerun.output[rerun.output.index("{"):])["skipped"] == 2

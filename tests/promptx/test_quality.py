@@ -148,6 +148,21 @@ FINDING_PAIRS = [
     ("form", "preamble", CAT,
      "Sure! Here is an enhanced prompt: a cat sleeps on a soft sofa, its tail curled around its paws.",
      "A cat sleeps on a soft sofa, its tail curled around its paws.", None),
+    ("lost", "lost_number", "7 dogs sitting around a poker table",
+     "A group of dogs sits around a poker table under a green lamp, cards fanned in their paws.",
+     "Seven dogs sit around a poker table under a green lamp, cards fanned in their paws.", None),
+    ("lost", "lost_number", "42",
+     "A small wooden farmhouse with white windows stands in a field of hay at dawn.",
+     "The number 42 painted in tall white digits on a weathered red barn door at dawn.", None),
+    ("lost", "lost_subject", "corgi pizza",      # a crisp is not a pizza, "food" keeps no pizza in particular
+     "A black corgi stands by a kitchen table of crisps, bacon and other food in bright morning light.",
+     "A round pizza shaped like a corgi's face, pepperoni eyes and crust ears, on a wooden board.", None),
+    ("lost", "lost_subject", "a blue cow standing next to a tree",
+     "A blue cow stands in a field beside a tall fern and a bush of white roses in soft light.",
+     "A blue cow stands in a field beside a tall oak tree in soft light.", None),
+    ("form", "explains", "golden ratio",
+     "The golden ratio is a mathematical concept named after an ancient sculptor, defined by a formula.",
+     "A nautilus shell cut in half on black velvet, its golden ratio spiral traced in thin gold lines.", None),
     ("form", "language", CAT, CAT_CHINESE, CAT_VIDEO, "video"),
     ("form", "length", CAT, "A cat sleeps on a sofa.", CAT_VIDEO, "video"),
 ]
@@ -232,6 +247,15 @@ FAITHFUL = [
      "is scuffed.", None),
     ("a heron and a turtle on a log", "A grey heron and a painted turtle share a mossy log, both animals "
      "still in the morning light.", None),
+    # numbers in other forms, a compound's head kept by its kind, partitives, a camera's pan
+    ("a 70 meter lighthouse", "A seventy-meter white lighthouse on a rocky cliff.", None),
+    ("a sign with 1,000 stars and a 12:30 clock", "A sign with 1000 stars beside a clock showing "
+     "12:30.", None),
+    ("a cup of matcha tea", "A ceramic cup of bright green matcha on a bamboo mat.", None),
+    ("a light house on a cliff", "A white lighthouse stands on a rocky cliff above the sea.", None),
+    ("a bridge over a body of water", "A stone bridge arches over calm water at dusk.", None),
+    ("a slow pan across a cluttered workbench", "The camera glides slowly across a cluttered "
+     "workbench of gears and tiny screwdrivers.", None),
     ("咖啡杯上印着“Good Morning”", "一只白色陶瓷咖啡杯放在浅色木桌上，杯身印着“Good Morning”，旁边放着一个牛角面包，"
      "杯垫上印着一只白鹤图案，清晨的阳光从窗户照进来，近景平视构图，写实摄影风格。", "qwen-image"),
 ]
