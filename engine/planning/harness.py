@@ -78,6 +78,7 @@ class Harness(Planner):
         self._batch_rounds = 0
         self._explore_every = self.config.explore_every
         self._round_s: dict[tuple[int, int], float] = {}   # (batch, chain length) -> measured seconds per round
+        self._round_scale = {"plain": 1.0, "chain": 1.0}     # measured / table seconds, batched rounds of any size
         self.verify_scale = self.draft_scale = 1.0        # observed / predicted latency
         self.max_nodes = self.config.max_nodes
         self.draft_slots = self.config.max_depth * max(64, self.config.branching)
@@ -214,7 +215,9 @@ class Harness(Planner):
         """Chain length for the next batched round: the most expected tokens per second for the
         whole batch, with per-depth acceptance ``child_accept`` (0 = plain batched decoding), and
         per round the seconds measured at this batch size and length where there are some (the
-        table's otherwise). A 1-token chain every ``explore_every`` rounds keeps the acceptance
+        table's otherwise, corrected by how far the table missed the rounds measured at other
+        sizes: rows leave a batch one by one, and each new size would otherwise start from the
+        table's guess). A 1-token chain every ``explore_every`` rounds keeps the acceptance
         measured; each such round that still loses doubles the interval (up to 16x)."""
         best_length, best_rate, best_seconds, plain_rate = 0, 0.0, 0.0, 0.0
         expected = 1.0
@@ -236,13 +239,17 @@ class Harness(Planner):
         elif best_length:
             self._explore_every = self.config.explore_every
         self._pending = {"predicted_accepted": round(sum(self.chain_accept ** d for d in range(1, best_length + 1)), 3),
-                         "predicted_s": best_seconds, "batch": batch, "length": best_length}
+                         "predicted_s": best_seconds, "batch": batch, "length": best_length,
+                         "table_s": self._table_round_seconds(best_length, context, batch)}
         return TreeConfig.chain(best_length)
 
     def _batch_round_seconds(self, length: int, context: int, batch: int) -> float:
         measured = self._round_s.get((batch, length))
         if measured is not None:
             return measured
+        return self._round_scale["chain" if length else "plain"] * self._table_round_seconds(length, context, batch)
+
+    def _table_round_seconds(self, length: int, context: int, batch: int) -> float:
         drafting = self.costs.draft_seconds(1, batch) * (length + 1) if length else 0.0   # plain: deferred
         return self.verify_scale * self.costs.verify_seconds(length + 1, context, batch) + self.draft_scale * drafting
 
@@ -253,6 +260,9 @@ class Harness(Planner):
         key, w = (pending.get("batch", len(trees)), pending.get("length", config.budget)), self.config.pace_smoothing
         old = self._round_s.get(key)
         self._round_s[key] = draft_s + verify_s if old is None else (1 - w) * old + w * (draft_s + verify_s)
+        if pending.get("table_s"):
+            kind, ratio = ("chain" if key[1] else "plain"), (draft_s + verify_s) / pending["table_s"]
+            self._round_scale[kind] = (1 - w) * self._round_scale[kind] + w * ratio
         tested = accepted = 0
         for tree, result, row_stats in zip(trees, results, stats):
             if tree.size:
