@@ -10,6 +10,7 @@ objects. No generation happens here; the options themselves are checked in
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -21,6 +22,10 @@ from .result import EnhancedPrompt, EnhanceStats
 from .text.language import detect_language
 
 MAX_PROMPT_CHARS = 20_000
+# what opens a short prompt's framed answer, by task: the model writes about the user's words
+# instead of continuing them ("Bond" -> "Bondage") or ignoring a lone abstract word or number
+_FRAMES = {"t2i": "A picture of", "t2v": "A video of"}
+_LONE_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 
 
 @dataclass
@@ -58,12 +63,14 @@ class EnhanceRequest:
     def opening(self) -> str:
         """The start of the answer that the model continues ('' when the profile lets it start):
         the user's own words, so that the text begins with their subject."""
-        if (not self.continue_answer or self.profile.opening != "prompt" or not self.prompt
+        if (not self.continue_answer or self.profile.opening == "free" or not self.prompt
                 or self.profile.format == "tags"):
             return ""
-        if self.wants_english and detect_language(self.prompt) != "en":
+        if self.wants_english and detect_language(self.prompt) != "en" and any(c.isalpha() for c in self.prompt):
             return ""                     # a translated answer cannot start with the original words
         text = self.prompt.rstrip(" .,;:!")
+        if self.profile.opening == "frame":
+            return _framed(text, self.profile.task)
         return text[:1].upper() + text[1:]
 
     @classmethod
@@ -101,12 +108,15 @@ class EnhanceRequest:
 
     def opened(self) -> "EnhanceRequest | None":
         """This request with the answer opened by the user's own words: the last attempt, which
-        keeps the subject where free attempts lost it. None where the profile opens answers
-        already, where no opening applies (tags, a translation, a backend that writes whole
-        answers) and for prompts under three words (the model would continue the word itself)."""
-        if self.profile.opening == "prompt" or count_words(self.prompt) < 3:
+        keeps the subject where free attempts lost it. Prompts under three words are framed
+        instead ("A picture of bond", "The number 42"; text-to-image and text-to-video only),
+        since the model would continue a lone word itself. None where the profile opens answers
+        already and where no opening applies (tags, a translation, a backend that writes whole
+        answers)."""
+        if self.profile.opening != "free":
             return None
-        opened = replace(self, profile=self.profile.model_copy(update={"opening": "prompt"}))
+        mode = "prompt" if count_words(self.prompt) >= 3 else "frame"
+        opened = replace(self, profile=self.profile.model_copy(update={"opening": mode}))
         return opened if opened.opening else None
 
     def seeds(self, retries: int) -> list[int]:
@@ -154,3 +164,12 @@ def _wants_english(profile: Profile, language: str | None) -> bool:
     if not lang.isalpha() or len(lang) > 12:
         raise InvalidInputError(f"language must be 'en', 'keep' or a language code, not {language!r}")
     return False
+
+
+def _framed(text: str, task: str) -> str:
+    """The opening that frames a short prompt: "The number 42", "A picture of bond" ('' for a
+    task without a frame)."""
+    frame = _FRAMES.get(task)
+    if frame is None:
+        return ""
+    return f"The number {text}" if _LONE_NUMBER.fullmatch(text) else f"{frame} {text}"

@@ -110,8 +110,9 @@ class Profile(_Strict):
     top_p: float = Field(default=0.9, gt=0.0, le=1.0)
     repetition_penalty: float = Field(default=1.1, ge=1.0, le=2.0)
     #: "prompt": the answer starts with the user's own words, which the model continues
-    #: (keeps the subject where a small model would drift); "free": the model starts it
-    opening: Literal["free", "prompt"] = "free"
+    #: (keeps the subject where a small model would drift); "frame": it starts with them framed
+    #: ("A picture of bond", "The number 42"; t2i and t2v); "free": the model starts it
+    opening: Literal["free", "prompt", "frame"] = "free"
     #: what a model that sees the input image is told (i2v/i2i); None: the task's default
     #: (``promptx.profiles.render.VISION_GUIDANCE``)
     vision_guidance: str | None = None

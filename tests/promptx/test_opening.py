@@ -32,12 +32,24 @@ def test_the_opened_last_attempt_applies_where_an_opening_can():
     video = default_registry().get("video")
     opened = EnhanceRequest.build(video, "a cat on a skateboard").opened()
     assert opened.opening == "A cat on a skateboard" and opened.profile.name == "video"
-    assert EnhanceRequest.build(video, "a cat").opened() is None                        # under three words
+    assert EnhanceRequest.build(video, "a cat").opened().opening == "A video of a cat"    # framed: under three words
     assert EnhanceRequest.build(default_registry().get("sdxl"), "a cat on a skateboard").opened() is None
     assert EnhanceRequest.build(video, "一只猫在滑板上玩耍").opened() is None             # answered in English
     assert EnhanceRequest.build(opening_profile(), "a cat on a skateboard").opened() is None   # opened already
     remote = EnhanceRequest.build(video, "a cat on a skateboard", continue_answer=False)
     assert remote.opened() is None
+
+
+def test_a_short_prompt_is_framed_by_its_task_and_a_lone_number_is_named_a_number():
+    registry = default_registry()
+    cases = [("image", "bond", "A picture of bond"), ("wan-t2v", "golden ratio", "A video of golden ratio"),
+             ("flux1", "42", "The number 42"), ("video", "1,000.", "The number 1,000"),
+             ("image", "U.S. 101", "A picture of U.S. 101")]
+    framed = {prompt: EnhanceRequest.build(registry.get(name), prompt).opened() for name, prompt, _ in cases}
+    assert [framed[prompt] and framed[prompt].opening for _, prompt, _ in cases] == [o for _, _, o in cases]
+    assert framed["42"].profile.opening == "frame" and framed["42"].profile.name == "flux1"
+    assert EnhanceRequest.build(registry.get("image-to-video"), "bond").opened() is None   # no frame for i2v
+    assert EnhanceRequest.build(registry.get("sdxl"), "bond").opened() is None             # tags
 
 
 def test_the_continuation_joins_its_opening_with_a_space_only_where_a_word_follows():
@@ -77,3 +89,12 @@ def test_enhance_and_stream_begin_with_the_users_words(opening_enhancer):
     streamed = "".join(stream)
     assert streamed.startswith("A red kite over a hill")
     assert stream.result is not None and stream.result.stats.completion_tokens > 0
+
+
+@pytest.mark.slow
+def test_a_framed_answer_keeps_a_lone_number(opening_enhancer):
+    framed = default_registry().get("image").model_copy(update={"opening": "frame"})
+    result = opening_enhancer.enhance("42", framed, seed=0)
+    assert result.fallback or (result.text.startswith("The number 42") and result.assessment.passed), result
+    stream = opening_enhancer.stream("bond", framed, seed=0, max_new_tokens=30)
+    assert "".join(stream).startswith("A picture of bond")
