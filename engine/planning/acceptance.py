@@ -51,10 +51,6 @@ class AcceptanceCalibrator:
             self.accepts[b] += 1.0 if ok else 0.0
             self.counts[b] += 1
 
-    @property
-    def observed(self) -> int:
-        return sum(self.counts)
-
     def snapshot(self) -> list[dict]:
         """Per bin with observations: confidence range, calibrated rate, number of tests."""
         rates = self.rates().tolist()

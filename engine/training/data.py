@@ -75,10 +75,6 @@ class Record:
     def prompt_ids(self) -> list[int]:
         return self.input_ids[: self.prompt_len]
 
-    @property
-    def response_len(self) -> int:
-        return sum(self.loss_mask)
-
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=False)
 

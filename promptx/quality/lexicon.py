@@ -108,9 +108,6 @@ class Lexicon:
         noun = self.noun_lemma(word)
         return word in self._other_words and (noun is None or not self.is_noun(noun))
 
-    def is_verb(self, lemma: str) -> bool:
-        return lemma in self._verbs
-
     def mostly_verb(self, lemma: str) -> bool:
         """A verb lemma used at least as often as a verb as a noun ("graze", "sit")."""
         return lemma in self._verb_dominant

@@ -52,7 +52,6 @@ class ServerState:
     def __post_init__(self) -> None:
         self.enhancer: Enhancer | None = None
         self.load_error: str | None = None
-        self._loaded = threading.Event()
         self._in_flight = 0
         self._lock = threading.Lock()
         self._workers = ThreadPoolExecutor(max_workers=self.limits.max_queue, thread_name_prefix="promptx-serve")
@@ -75,11 +74,6 @@ class ServerState:
         except Exception as exc:   # noqa: BLE001 - reported by /health and every request
             self.load_error = f"{type(exc).__name__}: {exc}"
             log.error("the model failed to load: %s", self.load_error)
-        finally:
-            self._loaded.set()
-
-    def wait_loaded(self, timeout: float | None = None) -> bool:
-        return self._loaded.wait(timeout)
 
     def ready(self) -> Enhancer:
         """The loaded Enhancer, or ``NotReady`` saying why not."""
