@@ -88,6 +88,7 @@ class ResultLog:
 @dataclass
 class BatchSummary:
     enhanced: int = 0
+    passed_through: int = 0   # written as it was without asking the model (long, or a language it cannot read)
     fallback: int = 0         # written, with the original prompt (no acceptable output)
     skipped: int = 0          # already in the output
     failed: int = 0           # an input error, written as an error line
@@ -136,11 +137,17 @@ def _line(enhancer, row: BatchRow, target: str, options: dict) -> tuple[str, str
         error = {"type": type(exc).__name__, "message": str(exc)}
         return json.dumps({"id": row.id, "error": error}, ensure_ascii=False), "failed"
     line = json.dumps({"id": row.id, **json.loads(result.model_dump_json())}, ensure_ascii=False)
-    return line, "fallback" if result.fallback else "enhanced"
+    return line, outcome_of(result.fallback, result.skipped)
+
+
+def outcome_of(fallback: bool, skipped: bool) -> str:
+    """The ``BatchSummary`` field a written result counts in."""
+    return "fallback" if fallback else "passed_through" if skipped else "enhanced"
 
 
 def describe(summary: BatchSummary, output: Path | None) -> str:
     where = f" -> {output}" if output else ""
-    return (f"{summary.enhanced} enhanced, {summary.fallback} returned unchanged, {summary.skipped} already done, "
+    return (f"{summary.enhanced} enhanced, {summary.passed_through} passed through as they were, "
+            f"{summary.fallback} returned unchanged, {summary.skipped} already done, "
             f"{summary.failed} with input errors{where}")
 

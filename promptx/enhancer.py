@@ -22,6 +22,7 @@ from typing import Generator, Iterable, Iterator, Sequence
 from .backends.base import Backend, GenerationOptions, GenerationOutput
 from .backends.batcher import RequestBatcher
 from .errors import InvalidInputError
+from .models import model_languages
 from .options import EnhanceOptions
 from .profiles.registry import registry_for
 from .profiles.render import render_messages
@@ -136,7 +137,9 @@ class Enhancer:
                                                            system_prompt=self.system_prompt)
         # the embedded backend (loaded later) continues answers
         continues = self._backend.continues_answers if self._backend is not None else True
-        return EnhanceRequest.build(profile, prompt, checked, continue_answer=continues)
+        languages = self._backend.languages if self._backend is not None else model_languages(self._model)
+        return EnhanceRequest.build(profile, prompt, checked, continue_answer=continues,
+                                    model_languages=languages)
 
     def _first_attempts(self, requests: list[EnhanceRequest], seeds: list[list[int]]) -> list[GenerationOutput | None]:
         """The first attempt of every request in one batched decode, where the backend batches."""

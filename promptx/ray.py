@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .batch_run import BatchRow, BatchSummary, ResultLog, run_batch
+from .batch_run import BatchRow, BatchSummary, ResultLog, outcome_of, run_batch
 from .errors import InvalidInputError
 from .options import EnhanceOptions
 from .prompt_files import PromptSpec
@@ -173,7 +173,7 @@ def enhance_file_on_ray(rows: Iterable[BatchRow], log: ResultLog | None, target:
             log.done.update(str(i) for i in batch["id"])
         for line in lines:
             parsed = json.loads(line)
-            kind = "failed" if "error" in parsed else "fallback" if parsed.get("fallback") else "enhanced"
+            kind = "failed" if "error" in parsed else outcome_of(parsed.get("fallback"), parsed.get("skipped"))
             setattr(summary, kind, getattr(summary, kind) + 1)
             if emit is not None:
                 emit(line)

@@ -26,6 +26,7 @@ MAX_PROMPT_CHARS = 20_000
 # instead of continuing them ("Bond" -> "Bondage") or ignoring a lone abstract word or number
 _FRAMES = {"t2i": "A picture of", "t2v": "A video of"}
 _LONE_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_LANGUAGE_NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean"}
 
 
 @dataclass
@@ -47,6 +48,7 @@ class EnhanceRequest:
     image: Any = None             # the caller's image input (sent to a vision backend)
     continue_answer: bool = True  # False: the backend writes whole answers (no opening)
     encoder_counter: Any = None   # a promptx.text.encoder_count.EncoderCounter for the budget
+    model_languages: frozenset[str] | None = None   # what the model can enhance (None: any)
 
     @cached_property
     def constraint(self):
@@ -75,8 +77,9 @@ class EnhanceRequest:
 
     @classmethod
     def build(cls, profile: Profile, prompt: Any, options: EnhanceOptions | None = None, *,
-              continue_answer: bool = True) -> "EnhanceRequest":
-        """The request for ``prompt`` with ``options`` (checked already) resolved against ``profile``."""
+              continue_answer: bool = True, model_languages: frozenset[str] | None = None) -> "EnhanceRequest":
+        """The request for ``prompt`` with ``options`` (checked already) resolved against ``profile``;
+        ``model_languages``: the prompt languages the backend's model can enhance (None: any)."""
         o = options or EnhanceOptions()
         text = _check_prompt(profile, prompt, has_image=o.image is not None or bool(o.caption))
         facts = None
@@ -97,14 +100,28 @@ class EnhanceRequest:
                    max_new_tokens=o.max_new_tokens or profile.max_new_tokens, force=o.force,
                    speculative=o.speculative is not False, system_prompt=o.system_prompt,
                    constrain=bool(o.constrain), image=o.image, continue_answer=continue_answer,
-                   encoder_counter=o.encoder_counter)
+                   encoder_counter=o.encoder_counter, model_languages=model_languages)
 
     @property
     def skip_reason(self) -> str | None:
-        if self.profile.should_enhance(self.prompt, force=self.force):
+        """Why the prompt is returned unchanged without asking the model (None: it is enhanced)."""
+        if not self.profile.should_enhance(self.prompt, force=self.force):
+            return (f"the prompt already has {count_words(self.prompt)} words (more than "
+                    f"{self.profile.enhance_threshold_words}); pass force=True to enhance it anyway")
+        return None if self.force else self._unread_language()
+
+    def _unread_language(self) -> str | None:
+        """Why the model cannot enhance the prompt's language, if it cannot: a small model given a
+        language it does not read writes about something else (docs/quality.md)."""
+        if self.model_languages is None or not any(c.isalpha() for c in self.prompt):
             return None
-        return (f"the prompt already has {count_words(self.prompt)} words (more than "
-                f"{self.profile.enhance_threshold_words}); pass force=True to enhance it anyway")
+        code = detect_language(self.prompt)
+        if code in self.model_languages:
+            return None
+        known = " and ".join(_LANGUAGE_NAMES.get(c, c) for c in sorted(self.model_languages))
+        return (f"the model enhances {known} prompts only and would lose the meaning of this "
+                f"{_LANGUAGE_NAMES.get(code, 'non-' + known)} one; pass force=True to enhance it anyway, "
+                f"or use a backend whose model reads it")
 
     def opened(self) -> "EnhanceRequest | None":
         """This request with the answer opened by the user's own words: the last attempt, which

@@ -85,6 +85,9 @@ class Backend(ABC):
     continues_answers: bool = True
     #: True when the model sees images: i2v/i2i images go with the chat as ``image_url`` parts
     vision: bool = False
+    #: the prompt languages the model keeps the meaning of (``promptx.text.language`` codes);
+    #: None: not known, every prompt is tried (a remote model is the user's choice)
+    languages: frozenset[str] | None = None
 
     @property
     @abstractmethod

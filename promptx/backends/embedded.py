@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import BackendError, ModelError, PromptTooLongError
-from ..models import ModelSource, prepare, prompt_style_of, resolve_model
+from ..models import ModelSource, model_languages, prepare, prompt_style_of, resolve_model
 from .base import Backend, GenerationOptions, GenerationOutput, GenerationRun, Messages
 
 
@@ -25,6 +25,7 @@ class EmbeddedBackend(Backend):
                  planner: str = "harness") -> None:
         self.source: ModelSource = resolve_model(model)
         self.model_name = self.source.name
+        self.languages = model_languages(model)
         self._vocabulary_index = self._word_bounds = None
         directory = prepare(self.source, quiet=quiet)
         try:

@@ -5,7 +5,8 @@ each result with ``promptx.quality.assess`` and reports the pass rate and each
 finding kind's rate per task and target, with latency. ``--reference FILE``
 assesses someone else's enhanced prompts for the same inputs (line-aligned
 text, or JSON lines with a "text" or "output" field) in the same table.
-A promptx row passes when it was enhanced (no fallback) and its text passes.
+A promptx row passes when it was enhanced (no fallback, not skipped) and its text passes;
+skipped rows (a long prompt, a language the model cannot read) are counted apart.
 
 Register it on the CLI group with ``main.add_command(eval_command)``.
 Not here: the assessment itself (``promptx.quality``).
@@ -69,6 +70,7 @@ def summarize(rows: list[dict]) -> list[dict]:
         line = dict(source=source, task=task, target=target, n=n,
                     pass_rate=round(sum(r["passed"] for r in items) / n, 4),
                     fallback_rate=round(sum(r.get("fallback", False) for r in items) / n, 4),
+                    skipped_rate=round(sum(r.get("skipped", False) for r in items) / n, 4),
                     median_latency_s=round(statistics.median(latencies), 3) if latencies else None)
         for kind in KINDS:
             line[kind] = round(sum(kind in r["kinds"] for r in items) / n, 4)
@@ -77,11 +79,11 @@ def summarize(rows: list[dict]) -> list[dict]:
 
 
 def _markdown(summary: list[dict]) -> str:
-    head = ["source", "task", "target", "n", "pass", *KINDS, "fallback", "median s"]
+    head = ["source", "task", "target", "n", "pass", *KINDS, "fallback", "skipped", "median s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in summary:
         cells = [s["source"], s["task"], s["target"], str(s["n"]), f"{s['pass_rate']:.1%}",
-                 *(f"{s[k]:.1%}" for k in KINDS), f"{s['fallback_rate']:.1%}",
+                 *(f"{s[k]:.1%}" for k in KINDS), f"{s['fallback_rate']:.1%}", f"{s['skipped_rate']:.1%}",
                  "" if s["median_latency_s"] is None else f"{s['median_latency_s']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -105,9 +107,10 @@ def _write_examples(out: Path, rows: list[dict]) -> None:
     (out / "failures.md").write_text("\n".join(text), encoding="utf-8")
 
 
-def _row(source, spec, target, profile, text, assessment, *, fallback=False, latency=None) -> dict:
+def _row(source, spec, target, profile, text, assessment, *, fallback=False, skipped=False, latency=None) -> dict:
     return dict(source=source, input=spec.source, task=profile.task, target=target, prompt=spec.text,
-                text=text, passed=assessment.passed and not fallback, fallback=fallback,
+                text=text, passed=assessment.passed and not fallback and not skipped, fallback=fallback,
+                skipped=skipped,
                 kinds=sorted(assessment.kinds()), reasons=assessment.reasons(), latency_s=latency)
 
 
@@ -147,7 +150,8 @@ def eval_command(prompt_file, target, reference, reference_name, no_promptx, cap
                 result = enhancer.enhance(spec.text, name, **options)
                 judged = result.assessment or assess(spec.text, result.text, profile, context=context)
                 rows.append(_row("promptx", spec, name, profile, result.text, judged,
-                                 fallback=result.fallback, latency=result.stats.latency_s))
+                                 fallback=result.fallback, skipped=result.skipped,
+                                 latency=result.stats.latency_s))
             if refs is not None:
                 rows.append(_row(reference_name, spec, name, profile, refs[i],
                                  assess(spec.text, refs[i], profile, context=context)))

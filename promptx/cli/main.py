@@ -115,7 +115,7 @@ def _read_prompt(prompt: str | None) -> str:
 @click.option("--language", help="Output language: en, keep, or a language code.")
 @click.option("--system-prompt", help="Replace the profile's system prompt.")
 @click.option("--templates-dir", type=click.Path(path_type=Path, file_okay=False), help="Extra template directory.")
-@click.option("--force", is_flag=True, help="Enhance even prompts that are already long.")
+@click.option("--force", is_flag=True, help="Enhance even prompts that are already long, or in a language the model does not read.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 @click.option("--stream", is_flag=True, help="Print text as it is generated.")
 @click.option("--no-speculative", is_flag=True, help="Decode without speculation (for comparison).")
@@ -198,6 +198,8 @@ def enhance(prompt, target, file, output, image, caption, model, seed, temperatu
         click.echo(result.text)
     if result.fallback:
         click.echo(f"promptx: warning: returned the original prompt ({result.reason})", err=True)
+    elif result.skipped:
+        click.echo(f"promptx: note: returned the prompt unchanged ({result.reason})", err=True)
 
 
 def _enhance_file(enhancer, file: Path, output: Path | None, target: str, options: dict) -> None:

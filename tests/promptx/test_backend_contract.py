@@ -61,10 +61,10 @@ def test_a_subclass_is_all_a_new_backend_needs():
 
 
 def test_a_rejected_output_is_retried_then_falls_back_with_the_finding():
-    backend = ScriptedBackend([INVENTED, INVENTED])
+    backend = ScriptedBackend([INVENTED, INVENTED, INVENTED])
     result = Enhancer(backend=backend, retries=1).enhance("a cat", "image", seed=1)
     assert result.fallback and result.text == "a cat"
-    assert "dog" in result.reason and result.stats.attempts == 2
+    assert "dog" in result.reason and result.stats.attempts == 3     # two free, one framed
 
 
 CONTINUED = ("rolls down a quiet sunlit street, paws spread wide for balance and tail held high. Warm late "
@@ -80,12 +80,14 @@ def test_after_the_retries_a_last_attempt_opens_the_answer_with_the_users_words(
     assert backend.chats[2][-1] == {"role": "assistant", "content": "A cat on a skateboard"}
 
 
-def test_no_opened_attempt_without_a_retry_or_for_a_prompt_under_three_words():
+def test_no_opened_attempt_without_a_retry_and_a_framed_one_for_a_prompt_under_three_words():
     backend = ScriptedBackend([INVENTED])
     assert Enhancer(backend=backend, retries=0).enhance("a cat on a skateboard", "image", seed=1).fallback
-    backend = ScriptedBackend([INVENTED.replace("skateboard", "mat"), INVENTED.replace("skateboard", "mat")])
-    assert Enhancer(backend=backend, retries=1).enhance("a cat", "image", seed=1).fallback
-    assert [chat[-1]["role"] for chat in backend.chats] == ["user", "user"]
+    backend = ScriptedBackend([INVENTED.replace("skateboard", "mat")] * 2 + [" " + CONTINUED])
+    result = Enhancer(backend=backend, retries=1).enhance("a cat", "image", seed=1)
+    assert not result.fallback and result.text.startswith("A picture of a cat rolls down a quiet sunlit street")
+    assert [chat[-1]["role"] for chat in backend.chats] == ["user", "user", "assistant"]
+    assert backend.chats[2][-1]["content"] == "A picture of a cat"
 
 
 def test_enhance_many_runs_one_by_one_on_a_backend_that_does_not_batch():
@@ -130,3 +132,13 @@ def test_results_report_the_text_encoder_count_of_the_returned_text():
     assert result.stats.encoder_tokens <= 75                     # SDXL's CLIP budget, cut by whole tags
     video = Enhancer(backend=ScriptedBackend([FAITHFUL]), retries=0).enhance("a cat on a skateboard", "wan", seed=1)
     assert video.stats.encoder_counter == "estimate" and video.stats.encoder_tokens > 20     # umT5: no tokenizer here
+
+
+def test_a_backend_that_declares_its_languages_is_not_asked_to_enhance_another():
+    english_only = ScriptedBackend([])
+    english_only.languages = frozenset({"en"})
+    result = Enhancer(backend=english_only).enhance("一只猫在滑板上", "wan-t2v", seed=1)
+    assert result.skipped and result.text == "一只猫在滑板上" and english_only.chats == []
+    anything = ScriptedBackend(["一只橘猫踩着滑板穿过安静的街道，尾巴高高翘起，午后暖光，低机位跟拍，画面清晰细腻，写实风格。"])
+    assert not Enhancer(backend=anything, retries=0).enhance("一只猫在滑板上", "wan-t2v", seed=1).skipped
+    assert len(anything.chats) == 1                    # languages=None (a remote model): tried

@@ -85,12 +85,17 @@ def test_enhance_json_and_file_batch(runner, model_dir, tmp_path):
     assert payload["target"] == "video" and payload["original_prompt"] == "a cat on a skateboard"
     assert payload["text"].strip()
     prompts = tmp_path / "prompts.txt"
-    prompts.write_text("a red car\n\na blue boat\n")
+    prompts.write_text("a red car\n\na blue boat\n一只猫在滑板上\n", encoding="utf-8")
     batch = runner.invoke(main, ["enhance", "--file", str(prompts), "--target", "sdxl", "--seed", "2",
                                  "--max-new-tokens", "48"])
     assert batch.exit_code == 0, batch.output
     lines = [json.loads(line) for line in batch.output.splitlines() if line.startswith("{")]
-    assert [row["original_prompt"] for row in lines] == ["a red car", "a blue boat"]
+    assert [row["original_prompt"] for row in lines] == ["a red car", "a blue boat", "一只猫在滑板上"]
+    assert lines[2]["skipped"] and lines[2]["text"] == "一只猫在滑板上"      # English-only model: as it was
+    assert " enhanced, 1 passed through as they were, " in batch.stderr
+    single = runner.invoke(main, ["enhance", "一只猫在滑板上", "--target", "wan"])
+    assert single.exit_code == 0 and single.stdout.strip() == "一只猫在滑板上"
+    assert "note: returned the prompt unchanged (the model enhances English prompts only" in single.stderr
 
 
 @pytest.mark.slow

@@ -95,6 +95,18 @@ def test_long_prompt_passes_through_unless_forced(enhancer):
     assert result.skipped and not result.fallback and result.text == " ".join(long_prompt.split())
 
 
+def test_a_prompt_in_a_language_the_embedded_model_cannot_read_passes_through_unless_forced(enhancer):
+    assert enhancer.backend.languages == frozenset({"en"})
+    prompt = "一只猫在滑板上"
+    for target in ("wan-t2v", "video"):                  # keeps the language / answers in English
+        result = enhancer.enhance(prompt, target, seed=1)
+        assert result.skipped and not result.fallback and result.text == prompt
+        assert "English prompts only" in result.reason and "Chinese" in result.reason
+    forced = enhancer.enhance(prompt, "wan-t2v", seed=1, force=True, max_new_tokens=24)
+    assert not forced.skipped and forced.stats.completion_tokens > 0
+    assert not enhancer.enhance("42", "image", seed=1, max_new_tokens=24).skipped   # no letters: no language
+
+
 def test_enhance_many_keeps_order(enhancer):
     results = enhancer.enhance_many(["a red car", "a blue boat"], "sdxl", seed=4, max_new_tokens=64)
     assert [r.original_prompt for r in results] == ["a red car", "a blue boat"]

@@ -13,7 +13,8 @@ from promptx.cli.main import main
 @pytest.fixture
 def prompts(tmp_path):
     path = tmp_path / "prompts.txt"
-    path.write_text("a cat on a skateboard\na red car by the sea\nrobot\na lighthouse in a storm\n")
+    path.write_text("a cat on a skateboard\na red car by the sea\nrobot\na lighthouse in a storm\n一只猫在滑板上\n",
+                    encoding="utf-8")
     return path
 
 
@@ -24,10 +25,12 @@ def test_eval_end_to_end_with_the_real_model(prompts, tmp_path, model_dir):
     assert result.exit_code == 0, result.output
     report = json.loads(result.output[result.output.index("{"):])
     overall = next(s for s in report["summary"] if s["task"] == "all")
-    assert overall["n"] == 4 and 0.0 <= overall["pass_rate"] <= 1.0
-    assert len(report["rows"]) == 4 and all(r["source"] == "promptx" for r in report["rows"])
+    assert overall["n"] == 5 and 0.0 <= overall["pass_rate"] <= 0.8 and overall["skipped_rate"] == 0.2
+    assert len(report["rows"]) == 5 and all(r["source"] == "promptx" for r in report["rows"])
     for row in report["rows"]:
-        assert row["passed"] == (not row["kinds"] and not row["fallback"])
+        assert row["passed"] == (not row["kinds"] and not row["fallback"] and not row["skipped"])
+    chinese = report["rows"][-1]      # the embedded model reads English only: passed through, not a pass
+    assert chinese["skipped"] and not chinese["passed"] and chinese["text"] == "一只猫在滑板上"
     assert (out / "results.jsonl").is_file() and (out / "summary.json").is_file()
 
 

@@ -10,6 +10,7 @@ import pytest
 from promptx import Enhancer
 from promptx.enhancer import _joined
 from promptx.profiles.registry import builtin_template_dir, default_registry
+from promptx.options import EnhanceOptions
 from promptx.request import EnhanceRequest
 
 
@@ -50,6 +51,17 @@ def test_a_short_prompt_is_framed_by_its_task_and_a_lone_number_is_named_a_numbe
     assert framed["42"].profile.opening == "frame" and framed["42"].profile.name == "flux1"
     assert EnhanceRequest.build(registry.get("image-to-video"), "bond").opened() is None   # no frame for i2v
     assert EnhanceRequest.build(registry.get("sdxl"), "bond").opened() is None             # tags
+
+
+def test_only_a_prompt_in_a_language_the_model_cannot_read_is_skipped():
+    wan, english = default_registry().get("wan-t2v"), frozenset({"en"})
+    skipped = {p: EnhanceRequest.build(wan, p, model_languages=english).skip_reason
+               for p in ("一只猫在滑板上", "a cat 在滑板上", "un gâteau très épais à côté", "a cat", "42 !")}
+    assert [p for p, reason in skipped.items() if reason] == ["一只猫在滑板上", "a cat 在滑板上", "un gâteau très épais à côté"]
+    assert "this Chinese one" in skipped["一只猫在滑板上"] and "non-English" in skipped["un gâteau très épais à côté"]
+    assert EnhanceRequest.build(wan, "一只猫在滑板上").skip_reason is None                  # a model of unknown languages
+    forced = EnhanceRequest.build(wan, "一只猫在滑板上", EnhanceOptions(force=True), model_languages=english)
+    assert forced.skip_reason is None
 
 
 def test_the_continuation_joins_its_opening_with_a_space_only_where_a_word_follows():

@@ -111,8 +111,8 @@ def test_a_ray_run_killed_halfway_resumes_without_losing_or_repeating_a_row(mode
     finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert finished.returncode == 0, finished.stderr
     assert f"{len(before)} already done" in finished.stderr and "Traceback" not in finished.stderr
-    counts = re.search(r"(\d+) enhanced, (\d+) returned unchanged, (\d+) already done, (\d+) with input errors",
-                       finished.stderr)
+    counts = re.search(r"(\d+) enhanced, 0 passed through as they were, (\d+) returned unchanged, "
+                       r"(\d+) already done, (\d+) with input errors", finished.stderr)
     bad_before = any(r["id"] == "bad" for r in before)
     assert counts and [int(n) for n in counts.groups()] == [
         int(counts[1]), len(prompts) - sum(r["id"] != "bad" for r in before) - int(counts[1]), len(before),
