@@ -1,6 +1,7 @@
 """Attributes the prompt gives its subjects: colours, counts and materials.
 
 Lost ("a red car" -> "a car"), contradicted ("silver hair" -> "dark hair",
+"a blue backpack" -> "the backpack is white",
 "three apples" -> "a single apple", "a wooden sailboat" -> "a fiberglass
 sailboat"), and the same against the caption of an input image ("the red
 convertible" the image shows, called blue). Not here: whether the subjects
@@ -16,7 +17,7 @@ from .lexicon import Lexicon
 from .matching import matches, unique
 from .materials import same_material
 from .mentions import Mention, mentions
-from .words import Word, color_of, words
+from .words import Word, color_of, describes, words
 
 __all__ = ["attribute_findings", "caption_contradictions"]
 
@@ -44,6 +45,8 @@ def attribute_findings(source, output, src_words, out_words, lex) -> list[Findin
             # the same noun said again in a plain colour word: "silver hair ... her dark hair"
             restated = [_plain_colors(out_words, o.position, lex) for o in output
                         if o.lemma == m.lemma and not o.modifier and not _before_noun(out_words, o.position, lex)]
+            restated += [_predicated_colors(out_words, o.position, lex) for o in output
+                         if o.lemma == m.lemma and not o.modifier]      # "the backpack is white"
             plain_given = set().union(*(_plain_colors(src_words, s.position, lex) for s in source
                                         if s.lemma == m.lemma))
             one = sum(s.lemma == m.lemma for s in source) == 1       # "a brown bin with a green bin": which?
@@ -132,6 +135,31 @@ def _plain_colors(ws, position: int, lex: Lexicon) -> set[str]:
             break
         if w.text in _PLAIN_COLORS:
             out.add(color_of(w.text, lex))
+    return out - {None}
+
+
+# after "is"/"are", words that may stand before the colour the noun is given: "is a sleek black
+# wagon", "is painted in red and white", "are mostly grey"
+_PREDICATE_FILLERS = frozenset("a an all mostly entirely mainly painted coloured colored in".split())
+
+
+def _predicated_colors(ws, position: int, lex: Lexicon) -> set[str]:
+    """Colour families the text predicates of the noun at ``position``: "the backpack is white",
+    "the tire is painted in red and white", "the train is a sleek black wagon" (plain colour
+    words after "is"/"are" in its phrase, before any other noun)."""
+    if position + 1 >= len(ws) or ws[position + 1].text not in ("is", "are") \
+            or ws[position + 1].phrase != ws[position].phrase:
+        return set()
+    out: set[str] = set()
+    for w in ws[position + 2: position + 8]:
+        if w.phrase != ws[position].phrase:
+            break
+        if w.text in _PLAIN_COLORS:
+            out.add(color_of(w.text, lex))
+        elif w.text == "and" and out or w.text in _PREDICATE_FILLERS or (not out and describes(w.text, lex)):
+            continue
+        else:
+            break
     return out - {None}
 
 

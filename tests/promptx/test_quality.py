@@ -116,6 +116,15 @@ FINDING_PAIRS = [
      "清晨的湖面笼罩着一层薄雾，老渔夫坐在岸边的木凳上，手握竹制鱼竿，静静注视着水面上的浮漂。一只黑色的大狗趴在他的脚边。",
      "清晨的湖面笼罩着一层薄雾，老渔夫坐在岸边的木凳上，手握竹制鱼竿，静静注视着水面上的浮漂，一条银色的鱼跃出水面。",
      "qwen-image"),
+    ("contradiction", "color", "a blue backpack and a brown cow",             # said of it after "is"
+     "A blue backpack and a brown cow rest on a bench. The backpack is white with a black strap.",
+     "A blue backpack and a brown cow rest on a bench. The backpack is blue with a black strap.", None),
+    ("contradiction", "color", "a yellow taxi and a black tire",
+     "A yellow taxi and a black tire sit by the curb. The black tire is painted in red and white.",
+     "A yellow taxi and a black tire sit by the curb. The black tire is worn and dusty.", None),
+    ("contradiction", "color", "a blue train at a station",
+     "A blue train waits at a station. The train is a sleek black wagon with rolled-down seats.",
+     "A blue train waits at a station. The train is a sleek blue and silver wagon with open doors.", None),
     ("contradiction", "color", "a white horse galloping along a beach",       # not a plain colour word
      "A glossy chestnut horse gallops along the wet edge of a wide sandy beach.",
      "A glossy white horse gallops along the wet edge of a wide sandy beach.", None),
@@ -184,6 +193,8 @@ def test_faithful_rewrite_of_the_same_prompt_passes(kind, code, prompt, bad, goo
 
 # synonyms, more specific words, implied background, camera words, depicted and heard things
 FAITHFUL = [
+    ("a red car", "A red car waits by the curb. The car is bright red and glossy in the sun.", None),
+    ("a white cat", "A white cat naps on a sofa. The cat is fluffy and its eyes are green.", None),
     ("a dog running on the beach", "A scruffy golden puppy races along the beach in the surf.", None),
     ("a dog running in a field", "A golden retriever runs through a grassy field.", None),
     ("an animal drinking from a river", "A red fox drinks from a clear river at dawn.", None),
