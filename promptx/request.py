@@ -19,7 +19,7 @@ from .errors import InvalidInputError
 from .options import EnhanceOptions
 from .profiles.schema import Profile, count_words
 from .result import EnhancedPrompt, EnhanceStats
-from .text.language import detect_language
+from .text.language import detect_language, latin_foreign
 
 MAX_PROMPT_CHARS = 20_000
 # what opens a short prompt's framed answer, by task: the model writes about the user's words
@@ -116,6 +116,8 @@ class EnhanceRequest:
         if self.model_languages is None or not any(c.isalpha() for c in self.prompt):
             return None
         code = detect_language(self.prompt)
+        if code == "en" and latin_foreign(self.prompt):       # "un chat sur une planche"
+            code = "other"
         if code in self.model_languages:
             return None
         known = " and ".join(_LANGUAGE_NAMES.get(c, c) for c in sorted(self.model_languages))

@@ -22,7 +22,7 @@ import re
 from typing import TYPE_CHECKING
 
 from promptx.text.cleanup import STOPWORDS
-from promptx.text.language import detect_language, has_cjk
+from promptx.text.language import detect_language, has_cjk, latin_foreign
 from promptx.text.validate import quoted_spans, subject_problem
 
 from .assessment import Assessment, Finding
@@ -67,7 +67,8 @@ def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context:
     findings = form_findings(prompt, text, fmt=fmt, language=language,
                              min_words=budget.min_words if budget else None,
                              max_words=budget.max_words if budget else None, lex=lex)
-    findings += _quote_findings(prompt, text) + number_findings(prompt, text, quoted_spans(prompt))
+    findings += _quote_findings(prompt, text) + _added_quotes(prompt, context, text)
+    findings += number_findings(prompt, text, quoted_spans(prompt))
     kept: list[str] = []
     captioned = bool(context) and not prompt.strip()    # animate or describe the image: keep its main subject
     edit = profile is not None and profile.task == "i2i"
@@ -111,22 +112,26 @@ def _lexical_findings(prompt: str, text: str, context: str | None, lex: Lexicon,
 def _comparable(prompt: str, text: str) -> bool:
     """Lexical comparison needs English on both sides (a translation is judged on form only)."""
     return (detect_language(prompt) in ("en", "other") and detect_language(text) in ("en", "other")
-            and not _latin_foreign(prompt))
+            and not latin_foreign(prompt))
 
 
-# function words of the Latin-script languages prompts come in, that English does not use
-_FOREIGN_WORDS = frozenset("""der die das und den dem ein eine einer mit auf im vom zum zur le la les
-    et des du une sur avec dans el los las y del al una con en por para il lo gli di della nel con
-    os as uma um do da dos das em com no na""".split())
-_ENGLISH_WORDS = frozenset("the a an and of in on with at to by is are".split())
+# quoted words that are somebody speaking: a sentence's end, or a speaker or listener
+_SPEECH = re.compile(r"[.!?,]$|\b(?:I|I'm|me|my|you|you're|your|we|us)\b", re.I)
 
 
-def _latin_foreign(text: str) -> bool:
-    """A prompt in German, French, Spanish, Italian or Portuguese: its words are not English
-    nouns, so comparing them would call each article a lost subject."""
-    ws = re.findall(r"[a-zà-ÿ]+", text.lower())
-    foreign = sum(w in _FOREIGN_WORDS for w in ws)
-    return foreign >= 1 and foreign > sum(w in _ENGLISH_WORDS for w in ws)
+def _added_quotes(prompt: str, context: str | None, text: str) -> list[Finding]:
+    """Quoted text the output makes up, two pieces or more (a generator draws them: a shelf of
+    invented titles, a screen full of made-up words; one book title is a detail); text the
+    prompt or the image's caption says, quoted or not, is licensed, and quoted speech is the
+    form check's ``dialogue``."""
+    said = re.sub(r"\s+", " ", f"{prompt} {context or ''}").lower()
+    added = [q for q in quoted_spans(text) if re.sub(r"\s+", " ", q).lower() not in said
+             and not _SPEECH.search(q)]
+    if len(added) < 2:
+        return []
+    shown = ", ".join(f'"{q}"' for q in added[:3])
+    return [Finding(kind="added_subject", code="added_text", words=added,
+                    detail=f"the output makes up text to draw that the prompt does not have ({shown})")]
 
 
 def _quote_findings(prompt: str, text: str) -> list[Finding]:

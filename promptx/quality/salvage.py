@@ -46,6 +46,6 @@ def _offends(sentence: str, added: set[str], codes: set[str]) -> bool:
         return True
     if "first_person" in codes and FIRST_PERSON.search(sentence):
         return True
-    if any(w in sentence for w in added if not w.isascii()):         # Chinese: "一只黑色的大狗"
-        return True
+    if any(w in sentence for w in added if not w.isascii() or not w.isalpha()):
+        return True                              # Chinese ("一只黑色的大狗"), made-up quoted text
     return any(lex.noun_lemma(w) in added for w in re.findall(r"[a-z]+", low))

@@ -150,7 +150,12 @@ _CHATTER = re.compile(
 _QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "「": "」", "『": "』", "«": "»"}
 
 
+# an HTML tag the model wrote ("<br>", "</p>", "<b>"); "<lora:name:0.8>" is not one
+_HTML_TAG = re.compile(r"</?(?:br|p|b|i|em|strong|span|div|hr|ul|ol|li|h[1-6])\s*/?>", re.I)
+
+
 def _strip_markdown(text: str) -> str:
+    text = _HTML_TAG.sub(lambda m: "\n" if m.group(0).lower().startswith(("<br", "</p", "<hr")) else "", text)
     lines = []
     for line in text.split("\n"):
         if re.match(r"^\s*(```|~~~)", line):  # code fence: keep the content only
@@ -404,7 +409,7 @@ def to_one_paragraph(text: str) -> str:
     """
     out = ""
     for line in (ln.strip() for ln in text.splitlines()):
-        if not line:
+        if not any(ch.isalnum() for ch in line):      # empty, or a stray "." left by a line break
             continue
         if out:
             core = out.rstrip(_CLOSERS)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CJK_CHARS", "count_words", "detect_language", "has_cjk", "is_cjk_char", "script_counts"]
+__all__ = ["CJK_CHARS", "count_words", "detect_language", "has_cjk", "is_cjk_char", "latin_foreign",
+           "script_counts"]
 
 # (first, last) code points, inclusive.
 _HAN = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
@@ -105,3 +106,18 @@ def count_words(text: str) -> int:
         rest = "".join(" " if is_cjk_char(ch) else ch for ch in token)
         count += cjk + sum(1 for piece in rest.split() if any(c.isalnum() for c in piece))
     return count
+
+
+# function words of the Latin-script languages prompts come in, that English does not use
+_FOREIGN_WORDS = frozenset("""der die das und den dem ein eine einer mit auf im vom zum zur le la les
+    et des du une sur avec dans el los las y del al una con en por para il lo gli di della nel con
+    os as uma um do da dos das em com no na""".split())
+_ENGLISH_WORDS = frozenset("the a an and of in on with at to by is are".split())
+
+
+def latin_foreign(text: str) -> bool:
+    """A prompt in German, French, Spanish, Italian or Portuguese: its words are not English
+    nouns, so comparing them would call each article a lost subject."""
+    ws = re.findall(r"[a-zà-ÿ]+", text.lower())
+    foreign = sum(w in _FOREIGN_WORDS for w in ws)
+    return foreign >= 1 and foreign > sum(w in _ENGLISH_WORDS for w in ws)

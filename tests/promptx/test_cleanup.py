@@ -56,6 +56,12 @@ def test_strip_wrapping_removes_inline_markdown():
     assert strip_wrapping(raw) == "A ginger cat on a red skateboard, cinematic, golden light."
 
 
+def test_html_tags_go_but_a_lora_tag_stays():
+    out = clean_output("A <b>ginger</b> cat rides a skateboard.<br>Sharp focus.<br>.", fmt="paragraph", max_words=50)
+    assert out.text == "A ginger cat rides a skateboard. Sharp focus."
+    assert strip_wrapping("a cat, <lora:fluffy:0.8>, night") == "a cat, <lora:fluffy:0.8>, night"
+
+
 def test_strip_wrapping_flattens_bullets_but_keeps_their_text():
     raw = "Here's a detailed version:\n- A cat on a skateboard\n* Neon lights\n1. Rainy street"
     assert strip_wrapping(raw) == "A cat on a skateboard\nNeon lights\nRainy street"

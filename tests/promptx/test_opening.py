@@ -56,8 +56,10 @@ def test_a_short_prompt_is_framed_by_its_task_and_a_lone_number_is_named_a_numbe
 def test_only_a_prompt_in_a_language_the_model_cannot_read_is_skipped():
     wan, english = default_registry().get("wan-t2v"), frozenset({"en"})
     skipped = {p: EnhanceRequest.build(wan, p, model_languages=english).skip_reason
-               for p in ("一只猫在滑板上", "a cat 在滑板上", "un gâteau très épais à côté", "a cat", "42 !")}
-    assert [p for p, reason in skipped.items() if reason] == ["一只猫在滑板上", "a cat 在滑板上", "un gâteau très épais à côté"]
+               for p in ("一只猫在滑板上", "a cat 在滑板上", "un gâteau très épais à côté", "a cat", "42 !",
+                         "un chat sur une planche", "a latte on the table")}
+    assert [p for p, reason in skipped.items() if reason] == ["一只猫在滑板上", "a cat 在滑板上", "un gâteau très épais à côté",
+                                                              "un chat sur une planche"]
     assert "this Chinese one" in skipped["一只猫在滑板上"] and "non-English" in skipped["un gâteau très épais à côté"]
     assert EnhanceRequest.build(wan, "一只猫在滑板上").skip_reason is None                  # a model of unknown languages
     forced = EnhanceRequest.build(wan, "一只猫在滑板上", EnhanceOptions(force=True), model_languages=english)

@@ -349,6 +349,22 @@ def test_salvage_drops_a_first_person_or_a_chinese_sentence_that_adds_a_subject(
     assert salvaged == "老渔夫坐在岸边钓鱼。湖面平静。"
 
 
+def test_made_up_text_to_draw_fails_and_its_sentence_can_be_dropped():
+    profile = default_registry().get("wan-t2v")
+    text = ("A black laptop with a sleek aluminum lid sits open on a wooden desk beside a mug and a small plant. "
+            "The screen shows 'Sierra Touch', 'Gaming for Windows 10' and 'Power Display'. Soft daylight falls "
+            "from a window, and the camera slowly zooms in toward the glowing screen until the keys fill the frame, "
+            "warm tones, shallow depth of field, crisp realistic footage.")
+    result = assess("Laptop, zoom in.", text, profile)
+    assert [f.code for f in result.findings] == ["added_text"] and "Sierra Touch" in result.findings[0].words
+    salvaged = drop_offending_sentences(text, result)
+    assert "Sierra" not in salvaged and assess("Laptop, zoom in.", salvaged, profile).passed
+    one_title = 'Gwen Stacy reads a worn copy of "The Amazing Spider-Man" by a window.'   # one title: a detail
+    assert "added_text" not in {f.code for f in assess("Gwen Stacy reading a book", one_title).findings}
+    named = "a laptop showing Sierra Touch, Gaming for Windows 10 and Power Display, zoom in"   # licensed
+    assert "added_text" not in {f.code for f in assess(named, text, profile).findings}
+
+
 def test_salvage_drops_only_the_sentence_that_adds_a_subject():
     text = "A calm mountain lake at dawn. A deer drinks at the shore. Mist drifts over the still water."
     salvaged = drop_offending_sentences(text, assess(LAKE, text))
