@@ -27,6 +27,7 @@ from promptx.text.validate import quoted_spans, subject_problem
 
 from .assessment import Assessment, Finding
 from .attributes import attribute_findings, caption_contradictions
+from .camera import camera_findings
 from .cjk import cjk_added_subjects
 from .form import form_findings
 from .lexicon import Lexicon, lexicon
@@ -68,7 +69,7 @@ def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context:
                              min_words=budget.min_words if budget else None,
                              max_words=budget.max_words if budget else None, lex=lex)
     findings += _quote_findings(prompt, text) + _added_quotes(prompt, context, text)
-    findings += number_findings(prompt, text, quoted_spans(prompt))
+    findings += number_findings(prompt, text, quoted_spans(prompt)) + camera_findings(prompt, text)
     kept: list[str] = []
     captioned = bool(context) and not prompt.strip()    # animate or describe the image: keep its main subject
     edit = profile is not None and profile.task == "i2i"

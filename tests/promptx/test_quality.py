@@ -116,6 +116,15 @@ FINDING_PAIRS = [
      "清晨的湖面笼罩着一层薄雾，老渔夫坐在岸边的木凳上，手握竹制鱼竿，静静注视着水面上的浮漂。一只黑色的大狗趴在他的脚边。",
      "清晨的湖面笼罩着一层薄雾，老渔夫坐在岸边的木凳上，手握竹制鱼竿，静静注视着水面上的浮漂，一条银色的鱼跃出水面。",
      "qwen-image"),
+    ("contradiction", "camera", "a close up of a blue and orange liquid, camera zooms in",
+     "The blue and orange liquid flattens into droplets as the camera zooms out and slowly pulls back.",
+     "The blue and orange liquid flattens into droplets as the camera slowly pushes in toward them.", None),
+    ("contradiction", "camera", "black and white bubbles, camera static",
+     "Black and white bubbles swirl and rise while the camera slowly moves forward along their edges.",
+     "Black and white bubbles swirl and rise while the camera stays still, framing them from the front.", None),
+    ("lost", "lost_camera", "Alhambra, pan right.",
+     "The Alhambra's arches glow in soft midday light, the camera holding a medium shot from below.",
+     "The Alhambra's arches glow in soft midday light as the camera pans slowly to the right along them.", None),
     ("contradiction", "color", "a blue backpack and a brown cow",             # said of it after "is"
      "A blue backpack and a brown cow rest on a bench. The backpack is white with a black strap.",
      "A blue backpack and a brown cow rest on a bench. The backpack is blue with a black strap.", None),
@@ -193,6 +202,8 @@ def test_faithful_rewrite_of_the_same_prompt_passes(kind, code, prompt, bad, goo
 
 # synonyms, more specific words, implied background, camera words, depicted and heard things
 FAITHFUL = [
+    ("waves on a beach, tilt up", "Waves pull back over the beach as a tilt-up shot rises from the foam to the sky.",
+     None),                                                        # the waves pull back, not the camera
     ("a red car", "A red car waits by the curb. The car is bright red and glossy in the sun.", None),
     ("a white cat", "A white cat naps on a sofa. The cat is fluffy and its eyes are green.", None),
     ("a dog running on the beach", "A scruffy golden puppy races along the beach in the surf.", None),

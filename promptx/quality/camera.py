@@ -1,0 +1,59 @@
+"""Camera moves the prompt asks for: kept, and not turned around ("zooms in" -> "zooms out").
+
+A video prompt often ends with one move ("camera pans left", "zoom in",
+"camera static": every VBench-I2V image comes with each of them). The output
+keeps it when it names the same move (a synonym counts: "pushes in" for a
+zoom in), loses it when it names no move of that kind, and contradicts it
+when it names the opposite direction or, for a static camera, any move.
+Not here: subjects, colours and counts (``attributes``), the rest of the form.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .assessment import Finding
+
+__all__ = ["camera_findings"]
+
+_PAN, _TILT, _ZOOM = r"pan(?:s|ning|ned)?", r"tilt(?:s|ing|ed)?", r"zoom(?:s|ing|ed)?"
+_PUSH, _PULL, _DOLLY = r"push(?:es|ing|ed)?", r"pull(?:s|ing|ed)?", r"dolly(?:ing)?|dollies|dollied"
+# a move said with other verbs belongs to the camera: "the camera slowly pulls back" (not "waves pull back")
+_CAMERA = r"\bcamera (?:\w+ ){0,2}"
+# each move: how the prompt and the output may say it (a synonym counts), and its opposite
+_MOVES: dict[str, tuple[str, str]] = {
+    "pan left": (rf"\b{_PAN}(?: \w+ly)?[ -](?:to the |towards? the )?left\b", "pan right"),
+    "pan right": (rf"\b{_PAN}(?: \w+ly)?[ -](?:to the |towards? the )?right\b", "pan left"),
+    "tilt up": (rf"\b{_TILT}(?: \w+ly)?[ -]up(?:ward)?\b", "tilt down"),
+    "tilt down": (rf"\b{_TILT}(?: \w+ly)?[ -]down(?:ward)?\b", "tilt up"),
+    "zoom in": (rf"\b{_ZOOM}(?: \w+ly)?[ -]in\b|{_CAMERA}(?:{_PUSH} in|(?:{_DOLLY}) in|mov(?:es|ing|e) closer)\b",
+                "zoom out"),
+    "zoom out": (rf"\b{_ZOOM}(?: \w+ly)?[ -]out\b|{_CAMERA}(?:{_PULL} (?:back|out|away)|(?:{_DOLLY}) out)\b",
+                 "zoom in"),
+}
+_STATIC = re.compile(r"\bcamera (?:is |stays |remains |holds )?(?:static|still|fixed|locked)\b|"
+                     r"\bstatic (?:camera|shot)\b", re.I)
+_ANY_MOVE = re.compile(rf"\b(?:{_PAN}|{_TILT}|{_ZOOM}|{_DOLLY}|orbit(?:s|ing)?|crane(?:s|ing)?)\b|"
+                       r"\bcamera (?:slowly |gently |then )?(?:moves|pushes|pulls|glides|follows|tracks|circles|"
+                       r"sweeps|rises|descends|travels|drifts)\b", re.I)
+_COMPILED = {name: re.compile(rx, re.I) for name, (rx, _) in _MOVES.items()}
+
+
+def camera_findings(prompt: str, text: str) -> list[Finding]:
+    """``lost_camera`` / ``camera`` findings for the moves the prompt asks the camera for."""
+    findings = []
+    for name, (_, opposite) in _MOVES.items():
+        if not _COMPILED[name].search(prompt) or _COMPILED[opposite].search(prompt):
+            continue
+        if _COMPILED[opposite].search(text):
+            findings.append(Finding(kind="contradiction", code="camera", words=[name],
+                                    detail=f'the output turns the camera\'s "{name}" into "{opposite}"'))
+        elif not _COMPILED[name].search(text):
+            findings.append(Finding(kind="lost", code="lost_camera", words=[name],
+                                    detail=f'the output lost the camera move "{name}"'))
+    if _STATIC.search(prompt) and not _ANY_MOVE.search(prompt):
+        moved = _ANY_MOVE.search(text)
+        if moved:
+            findings.append(Finding(kind="contradiction", code="camera", words=["static"],
+                                    detail=f'the prompt keeps the camera static; the output moves it ("{moved.group(0)}")'))
+    return findings
