@@ -108,10 +108,11 @@ def _write_examples(out: Path, rows: list[dict]) -> None:
 
 
 def _row(source, spec, target, profile, text, assessment, *, fallback=False, skipped=False, latency=None) -> dict:
+    """One result row; a skipped prompt (passed through unchanged) has no findings."""
+    kinds, reasons = ([], []) if skipped else (sorted(assessment.kinds()), assessment.reasons())
     return dict(source=source, input=spec.source, task=profile.task, target=target, prompt=spec.text,
                 text=text, passed=assessment.passed and not fallback and not skipped, fallback=fallback,
-                skipped=skipped,
-                kinds=sorted(assessment.kinds()), reasons=assessment.reasons(), latency_s=latency)
+                skipped=skipped, kinds=kinds, reasons=reasons, latency_s=latency)
 
 
 @click.command("eval")

@@ -31,6 +31,7 @@ def test_eval_end_to_end_with_the_real_model(prompts, tmp_path, model_dir):
         assert row["passed"] == (not row["kinds"] and not row["fallback"] and not row["skipped"])
     chinese = report["rows"][-1]      # the embedded model reads English only: passed through, not a pass
     assert chinese["skipped"] and not chinese["passed"] and chinese["text"] == "一只猫在滑板上"
+    assert chinese["kinds"] == [] and chinese["reasons"] == []          # no finding counted against it
     assert (out / "results.jsonl").is_file() and (out / "summary.json").is_file()
 
 
