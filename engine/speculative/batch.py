@@ -252,7 +252,13 @@ def defer_catch_up(row: _Row, taps: torch.Tensor, tokens: Sequence[int], first_p
 
 def flush_catch_up(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], config: TreeConfig) -> None:
     """Feed every row's queued tokens to the drafter in one pass, with room left for a tree of
-    shape ``config`` (tree passes are rolled back before the next catch-up writes)."""
+    shape ``config`` (tree passes are rolled back before the next catch-up writes). A drafter
+    with a sliding window is fed only the last ``window`` of them: the drafter is one layer, so
+    a token's keys depend on that token alone, and no later query sees keys further back (the
+    prompt and long plain runs cost a window, not their length)."""
+    if drafter.config.window is not None:
+        for row in rows:
+            _keep_last(row, drafter.config.window)
     pending = max(len(row.pending_tokens) for row in rows)
     layout.ensure_room(pending + max(config.max_depth * config.top_k, config.budget + 1))
     if pending:
@@ -260,6 +266,15 @@ def flush_catch_up(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], 
                          [row.pending_tokens for row in rows], [row.pending_first for row in rows])
     for row in rows:
         row.pending_taps, row.pending_tokens = [], []
+
+
+def _keep_last(row: _Row, count: int) -> None:
+    """Drop all but the last ``count`` queued tokens (and their features) of ``row``."""
+    extra = len(row.pending_tokens) - count
+    if extra > 0:
+        row.pending_taps = [torch.cat(row.pending_taps)[extra:]]
+        row.pending_tokens = row.pending_tokens[extra:]
+        row.pending_first += extra
 
 
 # ---- verification -----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from engine.decode.autoregressive import decode_autoregressive
 from engine.decode.sampling import SamplingParams
 from engine.decode.stats import DecodeStats
 from engine.decode.stopping import StopChecker
+from engine.speculative import batch as batch_module
 from engine.speculative.batch import decode_speculative_batch
 from engine.speculative.loop import FixedTree, TreeConfig, decode_speculative
 from tests.tiny import make_tiny_drafter, make_tiny_target
@@ -140,9 +141,14 @@ class EveryOtherRoundPlain(FixedTree):
 
 
 @pytest.mark.parametrize("window", [None, 8])
-def test_plain_rounds_defer_the_drafters_catch_up_without_changing_its_drafts(window, one_thread):
-    """Tokens of plain rounds reach the drafter at the next drafting round, in one pass: every
-    row drafts the same trees as alone, where the drafter is fed after every plain step."""
+def test_plain_rounds_defer_the_drafters_catch_up_without_changing_its_drafts(window, one_thread, monkeypatch):
+    """Tokens of plain rounds reach the drafter at the next drafting round, in one pass (a
+    sliding-window drafter only the last window of them): every row drafts the same trees as
+    alone, where the drafter is fed after every plain step."""
+    dropped = []
+    keep_last = batch_module._keep_last
+    monkeypatch.setattr(batch_module, "_keep_last", lambda row, count: (
+        dropped.append(max(0, len(row.pending_tokens) - count)), keep_last(row, count)))
     target = make_tiny_target(seed=5)
     drafter = make_tiny_drafter(target, window=window)
     batch = prompts(3, seed=2)
@@ -160,6 +166,7 @@ def test_plain_rounds_defer_the_drafters_catch_up_without_changing_its_drafts(wi
         list(decode_speculative(target, drafter, prompt, p, StopChecker([], p.max_new_tokens), single.stats[0], single))
         assert len(planner.drafts[row]) >= 4
         assert planner.drafts[row] == single.drafts[0]
+    assert (sum(dropped) > 0) == (window is not None)      # the prompts outgrow a window of 8
 
 
 def test_deep_narrow_trees_fit_the_drafter_cache(one_thread):
