@@ -14,7 +14,12 @@ import re
 
 from .assessment import Finding
 
-__all__ = ["camera_findings"]
+__all__ = ["MOVE_WORDS", "asks_static_camera", "camera_findings"]
+
+#: words that mostly move a camera ("pan" the cookware and "tracks" in the snow aside): what a
+#: static camera's output may not start to write
+MOVE_WORDS = frozenset("""pan pans panning panned zoom zooms zooming zoomed tilt tilts tilting tilted
+    dolly dollies dollying orbit orbits orbiting crane craning track tracks tracking""".split())
 
 _PAN, _TILT, _ZOOM = r"pan(?:s|ning|ned)?", r"tilt(?:s|ing|ed)?", r"zoom(?:s|ing|ed)?"
 _PUSH, _PULL, _DOLLY = r"push(?:es|ing|ed)?", r"pull(?:s|ing|ed)?", r"dolly(?:ing)?|dollies|dollied"
@@ -35,8 +40,29 @@ _STATIC = re.compile(r"\bcamera (?:is |stays |remains |holds )?(?:static|still|f
                      r"\bstatic (?:camera|shot)\b", re.I)
 _ANY_MOVE = re.compile(rf"\b(?:{_PAN}|{_TILT}|{_ZOOM}|{_DOLLY}|orbit(?:s|ing)?|crane(?:s|ing)?)\b|"
                        r"\bcamera (?:slowly |gently |then )?(?:moves|pushes|pulls|glides|follows|tracks|circles|"
-                       r"sweeps|rises|descends|travels|drifts)\b", re.I)
+                       r"sweeps|rises|descends|travels|drifts|lifts|lowers|climbs|rotates|spins|swings|"
+                       r"flies|soars|cranes|swoops)\b", re.I)
 _COMPILED = {name: re.compile(rx, re.I) for name, (rx, _) in _MOVES.items()}
+
+
+# the camera travels, said within a clause after the word ("starts at a still frame and slowly
+# moves forward", "holds still as it follows the droplets"; not "toward the camera, its
+# headlights sweeping across")
+_TRAVELS = re.compile(r"\bcamera\b[^,;.]{0,60}?\b(?:moves?|moving|glides?|gliding|travels?|traveling|travelling|follows?|following|"
+                      r"circles?|circling|sweeps?|sweeping)\s+(?:slowly\s+|gently\s+)?(?:forward|forwards|backward|"
+                      r"backwards|closer|in|out|away|toward|towards|along|around|across|past|through|after|the|it|them)\b",
+                      re.I)
+
+
+def _camera_travels(text: str) -> str | None:
+    """The words that say the camera travels, if some do."""
+    moved = _TRAVELS.search(text)
+    return moved.group(0) if moved else None
+
+
+def asks_static_camera(prompt: str) -> bool:
+    """The prompt keeps the camera still ("camera static") and names no move."""
+    return bool(_STATIC.search(prompt)) and not _ANY_MOVE.search(prompt)
 
 
 def camera_findings(prompt: str, text: str) -> list[Finding]:
@@ -51,9 +77,10 @@ def camera_findings(prompt: str, text: str) -> list[Finding]:
         elif not _COMPILED[name].search(text):
             findings.append(Finding(kind="lost", code="lost_camera", words=[name],
                                     detail=f'the output lost the camera move "{name}"'))
-    if _STATIC.search(prompt) and not _ANY_MOVE.search(prompt):
-        moved = _ANY_MOVE.search(text)
+    if asks_static_camera(prompt):
+        found = _ANY_MOVE.search(text)
+        moved = found.group(0) if found else _camera_travels(text)
         if moved:
             findings.append(Finding(kind="contradiction", code="camera", words=["static"],
-                                    detail=f'the prompt keeps the camera static; the output moves it ("{moved.group(0)}")'))
+                                    detail=f'the prompt keeps the camera static; the output moves it ("{moved}")'))
     return findings

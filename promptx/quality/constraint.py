@@ -2,9 +2,9 @@
 
 ``DecodingConstraint.for_prompt`` decides, from the prompt (and the caption
 of its image), which salient entities are not licensed (the same
-``Licence`` the assessment uses), and whether second-person pronouns and
+``Licence`` the assessment uses), whether second-person pronouns and
 opening quotation marks are off limits (they are unless the input has
-them). ``VocabularyIndex`` maps that onto one tokenizer's vocabulary: it is
+them), and whether camera moves are ("camera static" prompts). ``VocabularyIndex`` maps that onto one tokenizer's vocabulary: it is
 built once per tokenizer from the token texts, and ``banned_ids`` is a set
 lookup per indexed word, with no string work per generated token. The engine
 only applies the ids (``engine.decode.sampling.TokenMask``); it knows nothing of
@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .camera import MOVE_WORDS, asks_static_camera
 from .lexicon import Lexicon, lexicon
 from .licensing import PERSON_PRONOUNS, Licence
 
@@ -37,6 +38,7 @@ class DecodingConstraint:
     licence: Licence | None       # None: no salient word is forbidden (an image nobody described)
     second_person: bool           # forbid "you", "your", ...
     quotes: bool                  # forbid opening quotation marks
+    camera_still: bool = False    # forbid words that move the camera ("camera static" prompts)
 
     @classmethod
     def for_prompt(cls, prompt: str, context: str | None = None, *, subjects: bool = True) -> "DecodingConstraint":
@@ -45,7 +47,7 @@ class DecodingConstraint:
         low = set(re.findall(r"[a-z]+", text.lower()))
         licence = Licence.of(prompt, context, lex) if subjects else None
         return cls(licence, second_person=not (low & _SECOND_PERSON),
-                   quotes=not any(q in text for q in _QUOTE_MARKS))
+                   quotes=not any(q in text for q in _QUOTE_MARKS), camera_still=asks_static_camera(prompt))
 
 
 class VocabularyIndex:
@@ -57,6 +59,7 @@ class VocabularyIndex:
         self.second_person: list[int] = []
         self.person_pronouns: list[int] = []
         self.quotes: list[int] = []
+        self.camera_moves: list[int] = []
         self._banned: dict[DecodingConstraint, tuple[int, ...]] = {}
         forms = self._lex.salient_forms()
         for tid, text in enumerate(token_texts):
@@ -73,6 +76,8 @@ class VocabularyIndex:
             if word in PERSON_PRONOUNS:
                 self.person_pronouns.append(tid)
                 continue
+            if word in MOVE_WORDS:
+                self.camera_moves.append(tid)
             lemma = forms.get(word)
             if lemma and self._lex.is_noun(lemma):
                 self.salient.setdefault((lemma, word != lemma), []).append(tid)
@@ -97,4 +102,6 @@ class VocabularyIndex:
             ids += self.second_person
         if constraint.quotes:
             ids += self.quotes
+        if constraint.camera_still:
+            ids += self.camera_moves
         return tuple(sorted(ids))

@@ -117,6 +117,9 @@ _PREAMBLE_KEYWORD = re.compile(
     r"refined|revised|upsampled|instruction|output|result|answer|response)\b",
     re.I,
 )
+# a heading word the model puts before the text ("Motion: The bubbles swirl ...")
+_SECTION_LABEL = re.compile(r"^(?:motion|scene|description|video|image|visuals?|subject|setting|overview)"
+                            r"[ \t]*[:：][ \t]*(?=\S)", re.I)
 _PREAMBLE_START = re.compile(  # a clause that ends with ":"
     r"^(?:here\b|here's|below\b|this is\b|the following\b|i've\b|i have\b|i'll\b|i will\b|"
     r"let me\b|let's\b|i'd be happy\b|i would be happy\b|happy to help\b|i can\b|what a\b|"
@@ -187,6 +190,9 @@ def _drop_preamble(text: str) -> str:
     m = _LABEL_LINE.search(t)  # "Original: ...\nEnhanced prompt: ..." -> keep the latter
     if m and m.start() > 0 and len(t[: m.start()].split()) <= 40:
         t = t[m.start() :]
+    label = _SECTION_LABEL.match(t)
+    if label:
+        return t[label.end():]
     m = re.match(r"^([^\n:：\"“「]{0,200}?)[:：]\s*", t)
     if m and len(m.group(1).split()) <= 20:
         clause = m.group(1).strip()

@@ -56,6 +56,12 @@ def test_strip_wrapping_removes_inline_markdown():
     assert strip_wrapping(raw) == "A ginger cat on a red skateboard, cinematic, golden light."
 
 
+def test_a_heading_word_before_the_text_goes():
+    assert strip_wrapping("Motion: The bubbles swirl and rise.") == "The bubbles swirl and rise."
+    assert strip_wrapping("Scene: a quiet harbor at dawn.") == "a quiet harbor at dawn."
+    assert strip_wrapping("Motionless bubbles: they hang in the dark.") == "Motionless bubbles: they hang in the dark."
+
+
 def test_html_tags_go_but_a_lora_tag_stays():
     out = clean_output("A <b>ginger</b> cat rides a skateboard.<br>Sharp focus.<br>.", fmt="paragraph", max_words=50)
     assert out.text == "A ginger cat rides a skateboard. Sharp focus."

@@ -57,6 +57,13 @@ def test_the_mask_allows_what_the_prompt_licenses(vocab):
     assert not {" dog", " retriever"} & banned
 
 
+def test_a_static_camera_masks_the_words_that_move_it(vocab):
+    banned, _ = banned_texts(vocab, "a purple and yellow abstract painting, camera static")
+    assert {" zoom", " pan", " tilt"} <= banned and not {" camera", " still", " slowly"} & banned
+    banned, _ = banned_texts(vocab, "a purple and yellow abstract painting, camera pans left")
+    assert not {" zoom", " pan", " tilt"} & banned
+
+
 PROMPTS = ["a cat on a skateboard", "a red car by the sea", "a lighthouse in a storm"]
 
 

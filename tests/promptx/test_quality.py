@@ -122,6 +122,9 @@ FINDING_PAIRS = [
     ("contradiction", "camera", "black and white bubbles, camera static",
      "Black and white bubbles swirl and rise while the camera slowly moves forward along their edges.",
      "Black and white bubbles swirl and rise while the camera stays still, framing them from the front.", None),
+    ("contradiction", "camera", "mesmerizing bubbles, camera static",
+     "The camera starts at a still frame and slowly moves forward toward the mesmerizing bubbles.",
+     "The camera holds a still frame while the mesmerizing bubbles drift slowly toward it.", None),
     ("lost", "lost_camera", "Alhambra, pan right.",
      "The Alhambra's arches glow in soft midday light, the camera holding a medium shot from below.",
      "The Alhambra's arches glow in soft midday light as the camera pans slowly to the right along them.", None),
@@ -202,6 +205,8 @@ def test_faithful_rewrite_of_the_same_prompt_passes(kind, code, prompt, bad, goo
 
 # synonyms, more specific words, implied background, camera words, depicted and heard things
 FAITHFUL = [
+    ("a bus in a dark alleyway, camera static", "The bus drives slowly down the dark alleyway toward the camera, "
+     "its headlights sweeping across the damp walls, while the camera stays static.", None),
     ("waves on a beach, tilt up", "Waves pull back over the beach as a tilt-up shot rises from the foam to the sky.",
      None),                                                        # the waves pull back, not the camera
     ("a red car", "A red car waits by the curb. The car is bright red and glossy in the sun.", None),
