@@ -48,10 +48,10 @@ _COMPILED = {name: re.compile(rx, re.I) for name, (rx, _) in _MOVES.items()}
 # the camera travels, said within a clause after the word ("starts at a still frame and slowly
 # moves forward", "holds still as it follows the droplets"; not "toward the camera, its
 # headlights sweeping across")
-_TRAVELS = re.compile(r"\bcamera\b[^,;.]{0,60}?\b(?:moves?|moving|glides?|gliding|travels?|traveling|travelling|follows?|following|"
-                      r"circles?|circling|sweeps?|sweeping)\s+(?:slowly\s+|gently\s+)?(?:forward|forwards|backward|"
-                      r"backwards|closer|in|out|away|toward|towards|along|around|across|past|through|after|the|it|them)\b",
-                      re.I)
+_TRAVELS = re.compile(r"\bcamera\b[^,;.]{0,60}?\b(?:moves?|moving|glides?|gliding|travels?|traveling|travelling|"
+                      r"follows?|following|circles?|circling|sweeps?|sweeping)\s+(?:slowly\s+|gently\s+)?"
+                      r"(?:forward|forwards|backward|backwards|closer|in|out|away|toward|towards|along|around|"
+                      r"across|past|through|after|the|it|them)\b", re.I)
 
 
 def _camera_travels(text: str) -> str | None:

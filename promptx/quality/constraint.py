@@ -4,7 +4,8 @@
 of its image), which salient entities are not licensed (the same
 ``Licence`` the assessment uses), whether second-person pronouns and
 opening quotation marks are off limits (they are unless the input has
-them), and whether camera moves are ("camera static" prompts). ``VocabularyIndex`` maps that onto one tokenizer's vocabulary: it is
+them), and whether camera moves are ("camera static" prompts).
+``VocabularyIndex`` maps that onto one tokenizer's vocabulary: it is
 built once per tokenizer from the token texts, and ``banned_ids`` is a set
 lookup per indexed word, with no string work per generated token. The engine
 only applies the ids (``engine.decode.sampling.TokenMask``); it knows nothing of
