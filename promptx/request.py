@@ -68,7 +68,7 @@ class EnhanceRequest:
         if (not self.continue_answer or self.profile.opening == "free" or not self.prompt
                 or self.profile.format == "tags"):
             return ""
-        if self.wants_english and detect_language(self.prompt) != "en" and any(c.isalpha() for c in self.prompt):
+        if self.wants_english and detect_language(self.prompt) != "en" and _has_letters(self.prompt):
             return ""                     # a translated answer cannot start with the original words
         text = self.prompt.rstrip(" .,;:!")
         if self.profile.opening == "frame":
@@ -113,7 +113,7 @@ class EnhanceRequest:
     def _unread_language(self) -> str | None:
         """Why the model cannot enhance the prompt's language, if it cannot: a small model given a
         language it does not read writes about something else (docs/quality.md)."""
-        if self.model_languages is None or not any(c.isalpha() for c in self.prompt):
+        if self.model_languages is None or not _has_letters(self.prompt):
             return None
         code = detect_language(self.prompt)
         if code == "en" and latin_foreign(self.prompt):       # "un chat sur une planche"
@@ -183,6 +183,11 @@ def _wants_english(profile: Profile, language: str | None) -> bool:
     if not lang.isalpha() or len(lang) > 12:
         raise InvalidInputError(f"language must be 'en', 'keep' or a language code, not {language!r}")
     return False
+
+
+def _has_letters(text: str) -> bool:
+    """Text with a language at all ("42" and "!!" have none)."""
+    return any(c.isalpha() for c in text)
 
 
 def _framed(text: str, task: str) -> str:

@@ -29,7 +29,7 @@ from .assessment import Assessment, Finding
 from .attributes import attribute_findings, caption_contradictions
 from .camera import camera_findings
 from .cjk import cjk_added_subjects
-from .form import form_findings
+from .form import FIRST_PERSON, SECOND_PERSON, form_findings
 from .lexicon import Lexicon, lexicon
 from .licensing import PERSON_PRONOUNS, Licence
 from .matching import matches
@@ -116,23 +116,23 @@ def _comparable(prompt: str, text: str) -> bool:
             and not latin_foreign(prompt))
 
 
-# quoted words that are somebody speaking: a sentence's end, or a speaker or listener
-_SPEECH = re.compile(r"[.!?,]$|\b(?:I|I'm|me|my|you|you're|your|we|us)\b", re.I)
-
-
 def _added_quotes(prompt: str, context: str | None, text: str) -> list[Finding]:
     """Quoted text the output makes up, two pieces or more (a generator draws them: a shelf of
     invented titles, a screen full of made-up words; one book title is a detail); text the
     prompt or the image's caption says, quoted or not, is licensed, and quoted speech is the
     form check's ``dialogue``."""
     said = re.sub(r"\s+", " ", f"{prompt} {context or ''}").lower()
-    added = [q for q in quoted_spans(text) if re.sub(r"\s+", " ", q).lower() not in said
-             and not _SPEECH.search(q)]
+    added = [q for q in quoted_spans(text) if re.sub(r"\s+", " ", q).lower() not in said and not _speech(q)]
     if len(added) < 2:
         return []
     shown = ", ".join(f'"{q}"' for q in added[:3])
     return [Finding(kind="added_subject", code="added_text", words=added,
                     detail=f"the output makes up text to draw that the prompt does not have ({shown})")]
+
+
+def _speech(quoted: str) -> bool:
+    """Quoted words that are somebody speaking: a sentence's end, or a speaker or a listener."""
+    return quoted[-1:] in ".!?," or bool(FIRST_PERSON.search(quoted) or SECOND_PERSON.search(quoted))
 
 
 def _quote_findings(prompt: str, text: str) -> list[Finding]:

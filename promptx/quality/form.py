@@ -18,11 +18,11 @@ from promptx.text.validate import degenerate_problem, quoted_spans, talking_to_u
 from .assessment import Finding
 from .lexicon import Lexicon
 
-__all__ = ["FIRST_PERSON", "form_findings", "LENGTH_SLACK"]
+__all__ = ["FIRST_PERSON", "SECOND_PERSON", "form_findings", "LENGTH_SLACK"]
 
 # the length finding fires below min_words * low or above max_words * high
 LENGTH_SLACK = (0.5, 1.5)
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|you're|you'll|you've)\b", re.I)
+SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|yourselves|you're|you'll|you've)\b", re.I)
 # "I count the hours", "a sight I've never seen", "we watch": a narrator, not a prompt
 # ("US" in capitals is a country; lower-case "us" is the narrator; "our solar system",
 # "our planet" are idioms of description, so "our" is not counted)
@@ -52,8 +52,8 @@ def form_findings(prompt: str, text: str, *, fmt: str, language: str, min_words:
     for problem in talking_to_user(text):
         found.append(Finding(kind="form", code="talks_to_user", detail=problem))
     unquoted = _without_quotes(text)
-    if _SECOND_PERSON.search(unquoted) and not _SECOND_PERSON.search(prompt):
-        word = _SECOND_PERSON.search(unquoted).group(0)
+    if SECOND_PERSON.search(unquoted) and not SECOND_PERSON.search(prompt):
+        word = SECOND_PERSON.search(unquoted).group(0)
         found.append(Finding(kind="form", code="second_person", words=[word],
                              detail=f'the output addresses a reader ("{word}")'))
     narrator = FIRST_PERSON.search(unquoted)
