@@ -159,7 +159,8 @@ class Generator:
                       stops: Sequence[StopChecker] | None = None,
                       prefix_lens: Sequence[int] | None = None) -> list[list[int]]:
         """Decode several prompts; batched speculative decoding when a drafter is attached, else one
-        at a time. Every output equals what ``generate`` gives for that prompt alone (greedy)."""
+        at a time. Every output equals what ``generate`` gives for that prompt alone (greedy) in
+        fp32 and int4 (``engine.speculative.batch``: not in bf16, where a near-tie can flip)."""
         stats = list(stats) if stats is not None else [DecodeStats() for _ in prompts]
         stops = list(stops) if stops is not None else [self.stop_checker(p) for p in params]
         for ids, p in zip(prompts, params):

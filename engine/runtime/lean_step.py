@@ -13,7 +13,9 @@ same for an int4 target in exact mode (``engine.runtime.exact_rows``), for
 every pass after the prompt at batch 1 (plain steps and verification passes):
 the module path's operations (kernels called on the packed weights, row-by-row
 attention over an aligned span, taps too), bit for bit (tested), so speculation
-stays lossless. ``Transformer.lean`` holds either; ``handles`` says which
+stays lossless. ``run_rows`` does the same for several sequences in one pass,
+each in its own cache (``engine.speculative.batch.RowTargets``): the matmuls
+over all their tokens at once, attention per sequence. ``Transformer.lean`` holds either; ``handles`` says which
 passes it takes, the rest go through the modules.
 Not here: Qwen3's q/k norms (such models keep the module path; ``supports``).
 """
@@ -21,12 +23,13 @@ Not here: Qwen3's q/k norms (such models keep the module path; ``supports``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 
 from .int4 import WIDE_ROWS
-from .kv_cache import CacheFullError
+from .kv_cache import CacheFullError, KVCache
 from .layers import attend_rows
 from .model import ForwardOutput, aligned_mask
 
@@ -148,36 +151,89 @@ class LeanInt4Pass:
     def __call__(self, tokens: torch.Tensor, cache, *, positions: torch.Tensor | None = None,
                  mask: torch.Tensor | None = None, logits_at=None, taps: bool = False,
                  slots: torch.Tensor | None = None) -> ForwardOutput:
-        start, t = cache.length, tokens.shape[1]
-        end = start + t if slots is None else int(slots.max()) + 1
-        if end > cache.capacity:
-            raise CacheFullError(f"KV cache holds {cache.capacity} tokens; {end} needed")
-        where = slice(start, end) if slots is None else slots
-        positions = torch.arange(start, start + t, device=tokens.device) if positions is None else positions
-        mask = aligned_mask(mask, start, t, tokens.device)
-        span = mask.shape[-1]
-        cos = self.cos[positions].to(torch.bfloat16)[:, None]                             # [T, 1, D]
+        (logits, tapped), = self.run_rows([RowPass(tokens[0], cache, positions, mask, slots)], taps=taps,
+                                          logits_at=logits_at)
+        return ForwardOutput(logits=None if logits is None else logits[None],
+                             taps=None if tapped is None else tapped[None])
+
+    @torch.inference_mode()
+    def run_rows(self, parts: Sequence["RowPass"], *, taps: bool = False,
+                 logits_at=None) -> list[tuple[torch.Tensor | None, torch.Tensor | None]]:
+        """One pass over several sequences, each after its prefix in its own cache (batch 1): the
+        linear layers run over every sequence's tokens at once (the kernels compute rows on their
+        own), attention per sequence over its own span; (logits [T, V], taps [T, 3H] or None) per
+        part, each what a pass of that sequence alone gives, bit for bit."""
+        layouts = [_layout(part) for part in parts]
+        counts = [part.tokens.numel() for part in parts]
+        bounds = [sum(counts[:j]) for j in range(len(counts) + 1)]
+        positions = torch.cat([positions for _, positions, _ in layouts])
+        cos = self.cos[positions].to(torch.bfloat16)[:, None]                             # [N, 1, D]
         sin = self.signed_sin[positions].to(torch.bfloat16)[:, None]
         h, hkv, d = self.heads, self.kv_heads, self.head_dim
-        x = self.embeddings[tokens[0]]                                                   # [T, hidden] bf16
+        x = self.embeddings[torch.cat([part.tokens for part in parts])]                  # [N, hidden] bf16
+        n = x.shape[0]
         tapped = []
         for i, (input_norm, qkv_proj, o_proj, post_norm, gate_up_proj, down_proj) in enumerate(self.layers):
             if taps:
                 tapped.extend(x for tap in self.tap_layers if tap == i)
-            qkv = _with_bias(qkv_proj.rows(self._norm(x, input_norm)), qkv_proj.bias)
-            qk = qkv[:, : (h + hkv) * d].view(t, h + hkv, d)
+            qkv = _with_bias(_kernel_rows(qkv_proj, self._norm(x, input_norm)), qkv_proj.bias)
+            qk = qkv[:, : (h + hkv) * d].view(n, h + hkv, d)
             qk = qk * cos + qk.roll(self.half, -1) * sin          # rotate_half(x) * sin, bit for bit
-            cache.k[i, 0, :, where] = qk[:, h:].transpose(0, 1)
-            cache.v[i, 0, :, where] = qkv[:, (h + hkv) * d:].view(t, hkv, d).transpose(0, 1)
-            attended = attend_rows(qk[:, :h].reshape(t, hkv, h // hkv, d), cache.k[i, :, :, :span],
-                                   cache.v[i, :, :, :span], mask)    # as the modules' attend_rowwise
-            x = x + _with_bias(o_proj.rows(attended.reshape(t, h * d)), o_proj.bias)
-            gate_up = _with_bias(gate_up_proj.rows(self._norm(x, post_norm)), gate_up_proj.bias)
-            x = x + _with_bias(down_proj.rows(F.silu(gate_up[:, : self.intermediate]) * gate_up[:, self.intermediate:]),
-                               down_proj.bias)
-        hidden = x[None] if logits_at is None else x[None][:, logits_at]
-        logits = self.head(self._norm(hidden, self.final_norm)) if hidden.shape[1] else None
-        return ForwardOutput(logits=logits, taps=torch.cat(tapped, dim=-1)[None] if taps else None)
+            values = qkv[:, (h + hkv) * d:].view(n, hkv, d)
+            attended = []
+            for part, (where, _, mask), lo, hi in zip(parts, layouts, bounds, bounds[1:]):
+                cache, span = part.cache, mask.shape[-1]
+                cache.k[i, 0, :, where] = qk[lo:hi, h:].transpose(0, 1)
+                cache.v[i, 0, :, where] = values[lo:hi].transpose(0, 1)
+                attended.append(attend_rows(qk[lo:hi, :h].reshape(hi - lo, hkv, h // hkv, d), cache.k[i, :, :, :span],
+                                            cache.v[i, :, :, :span], mask))    # as the modules' attend_rowwise
+            attended = torch.cat(attended).reshape(n, h * d)
+            x = x + _with_bias(_kernel_rows(o_proj, attended), o_proj.bias)
+            gate_up = _with_bias(_kernel_rows(gate_up_proj, self._norm(x, post_norm)), gate_up_proj.bias)
+            x = x + _with_bias(_kernel_rows(down_proj, F.silu(gate_up[:, : self.intermediate])
+                                            * gate_up[:, self.intermediate:]), down_proj.bias)
+        features = torch.cat(tapped, dim=-1) if taps else None
+        hidden = [x[lo:hi] if logits_at is None else x[lo:hi][logits_at] for lo, hi in zip(bounds, bounds[1:])]
+        sizes = [len(rows) for rows in hidden]
+        logits = _with_bias(_kernel_rows(self.head, self._norm(torch.cat(hidden), self.final_norm)), self.head.bias) \
+            if sum(sizes) else None          # one pass for every part: the head is the largest matrix
+        out = []
+        for j, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            mine = logits[sum(sizes[:j]): sum(sizes[:j + 1])] if sizes[j] else None
+            out.append((mine, None if features is None else features[lo:hi]))
+        return out
+
+
+@dataclass(frozen=True)
+class RowPass:
+    """One sequence's share of ``LeanInt4Pass.run_rows``: its new tokens [T] for its own cache
+    (batch 1, after a prefix), with the positions [T], mask [T, S] and slots [T] a pass of it
+    alone would get (defaults: consecutive positions and slots, causal over the prefix)."""
+    tokens: torch.Tensor
+    cache: KVCache
+    positions: torch.Tensor | None = None
+    mask: torch.Tensor | None = None
+    slots: torch.Tensor | None = None
+
+
+def _layout(part: RowPass) -> tuple[slice | torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Where a part's keys go, its positions and its attention mask widened to an aligned span."""
+    cache, t = part.cache, part.tokens.numel()
+    start, device = cache.length, part.tokens.device
+    end = start + t if part.slots is None else int(part.slots.max()) + 1
+    if end > cache.capacity:
+        raise CacheFullError(f"KV cache holds {cache.capacity} tokens; {end} needed")
+    where = slice(start, end) if part.slots is None else part.slots
+    positions = torch.arange(start, start + t, device=device) if part.positions is None else part.positions
+    return where, positions, aligned_mask(part.mask, start, t, device)
+
+
+def _kernel_rows(layer, x: torch.Tensor) -> torch.Tensor:
+    """``layer.rows`` (the int4 or int8 kernel, no bias) over [N, in], at most ``WIDE_ROWS`` rows
+    per call (passes of more rows would take the layer's bf16 copy, whose rows depend on the pass)."""
+    if x.shape[0] <= WIDE_ROWS:
+        return layer.rows(x)
+    return torch.cat([layer.rows(x[i: i + WIDE_ROWS]) for i in range(0, x.shape[0], WIDE_ROWS)])
 
 
 def _with_bias(out: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:

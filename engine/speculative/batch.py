@@ -1,18 +1,25 @@
 """Speculative decoding of C sequences at once, each accepting its own number of tokens per round.
 
-Layout: the target and the drafter each keep one KV cache for the batch with
-common slot numbers; every row has a validity mask over the slots and its own
-positions (``BatchLayout``). Prompts are left-padded. Each round every row
-writes (root, its tree) at the same slots [S0, S0+N+1) (N = the largest tree;
-smaller trees are padded with dummy tokens that see only themselves), the
-target verifies all rows in one pass, each row keeps its root + accepted path
-at [S0, S0+m) and drops the rest, and the common length grows by the largest
-m. Holes left by shorter rows are masked; when a cache would overflow, rows are
-re-packed. A plain round (budget 0) leaves the drafter alone: the tokens it
+The target side comes in two layouts. ``RowTargets`` (an int4 target in exact
+mode, ``engine.runtime.lean_step.LeanInt4Pass``): one KV cache per sequence,
+laid out as its single-sequence decode lays it out, and every round one pass
+whose matmuls run over all rows at once and whose attention runs per row: a
+row's numbers do not depend on its batch-mates, so every greedy row equals its
+single-sequence decode in int4 too. ``SharedTarget`` (any other model): one
+cache with common slot numbers, every row with a validity mask over the slots
+and its own positions (``BatchLayout``); prompts are left-padded; each round
+every row writes (root, its tree) at the same slots [S0, S0+N+1) (smaller
+trees padded with dummy tokens that see only themselves), keeps its root +
+accepted path at [S0, S0+m) and the common length grows by the largest m;
+holes left by shorter rows are masked and re-packed when the cache would
+overflow. Its rows equal their single-sequence decodes exactly in fp32; in
+bf16 the padding and the fused kernels can flip a near-tie.
+
+The drafter always uses a ``BatchLayout`` (its numbers shape drafts, never the
+output). A plain round (budget 0) leaves the drafter alone: the tokens it
 feeds the drafter wait, and the next round that drafts feeds them all in one
 pass. Finished rows leave the batch. Verification per row is
-``engine.speculative.verify``, so every row's output equals its single-sequence output
-(greedy: token for token).
+``engine.speculative.verify``.
 
 Each round's tree shape comes from the ``Planner`` (``engine.speculative.planner``): one
 ``TreeConfig`` every round (``FixedTree``) or the harness choosing it per round. Not here: single-sequence decoding
@@ -27,13 +34,15 @@ from typing import Iterator, Sequence
 
 import torch
 
+from ..decode.autoregressive import prefill
 from ..decode.commit import commit_tokens
 from ..decode.sampling import SamplingParams, make_generator, pick_token
 from ..decode.stats import DecodeStats
 from ..decode.stopping import StopChecker
+from ..runtime.lean_step import LeanInt4Pass, RowPass
 from ..runtime.model import Transformer
 from .drafter import Drafter
-from .loop import FixedTree
+from .loop import FixedTree, fit_lanes, tree_room, verify_inputs
 from .planner import Planner, TreeConfig
 from .tree import DraftTree, TreeExpansion
 from .verify import verify
@@ -277,44 +286,112 @@ def _keep_last(row: _Row, count: int) -> None:
         row.pending_first += extra
 
 
-# ---- verification -----------------------------------------------------------------------------------
-def verify_batch(model: Transformer, layout: BatchLayout, rows: Sequence[_Row], trees: Sequence[DraftTree]):
-    """One target pass over every row's (root, tree); logits [B, N+1, V] and taps [B, N+1, 3H]."""
-    device = layout.valid.device
-    n = max(t.size for t in trees)
-    b = len(rows)
-    tokens = torch.zeros(b, n + 1, dtype=torch.long, device=device)
-    positions = torch.zeros_like(tokens)
-    tree_mask = torch.eye(n + 1, dtype=torch.bool, device=device).repeat(b, 1, 1)
-    for r, (row, tree) in enumerate(zip(rows, trees)):
-        size = tree.size + 1
-        tokens[r, :size] = torch.tensor([row.root] + tree.token_list, device=device)
-        positions[r] = row.length
-        positions[r, 1:size] += tree.depths.to(device)
-        tree_mask[r, :size, :size] = tree.mask_with_root().to(device)
-    mask = torch.cat([layout.prefix_mask(n + 1), tree_mask], dim=-1)[:, None]
-    out = model(tokens, layout.cache, positions=positions, mask=mask, taps=True)
-    return out.logits, out.taps
+# ---- the target side ---------------------------------------------------------------------------------
+class SharedTarget:
+    """The target's half of a batch in one KV cache (``BatchLayout``): prompts left-padded and
+    prefilled together, one module pass per round. A row's numbers may depend on its batch in
+    half precision (padding, holes, fused attention), so greedy rows equal their single-sequence
+    decodes exactly in fp32 only."""
+
+    def __init__(self, model: Transformer, rows: Sequence[_Row], max_nodes: int) -> None:
+        self.model, self.max_nodes = model, max_nodes
+        self.width = max(len(r.prompt) for r in rows)
+        budget = max(r.params.max_new_tokens for r in rows)
+        self.layout = BatchLayout(model.new_cache(self.width + budget + max_nodes + 2, batch=len(rows)), len(rows))
+
+    @property
+    def length(self) -> int:
+        return self.layout.length
+
+    def prefill(self, rows: Sequence[_Row]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Logits [B, V] after each prompt and each prompt's target features [P, 3H]."""
+        tokens, positions, valid, width = _left_padded(rows, self.model.embed_tokens.weight.device)
+        out = self.model(tokens, self.layout.cache, positions=positions, mask=_causal_valid_mask(valid), taps=True,
+                         logits_at=slice(-1, None))
+        self.layout.cache.commit(width)
+        self.layout.valid[:, :width], self.layout.positions[:, :width] = valid, positions
+        return out.logits[:, -1], [out.taps[r, width - len(row.prompt):] for r, row in enumerate(rows)]
+
+    def verify(self, rows: Sequence[_Row], trees: Sequence[DraftTree]):
+        """One target pass over every row's (root, tree): (trees, logits [N+1, V] and taps [N+1, 3H] per row)."""
+        layout, device = self.layout, self.layout.valid.device
+        layout.ensure_room(max(t.size for t in trees) + 1)
+        n, b = max(t.size for t in trees), len(rows)
+        tokens = torch.zeros(b, n + 1, dtype=torch.long, device=device)
+        positions = torch.zeros_like(tokens)
+        tree_mask = torch.eye(n + 1, dtype=torch.bool, device=device).repeat(b, 1, 1)
+        for r, (row, tree) in enumerate(zip(rows, trees)):
+            size = tree.size + 1
+            tokens[r, :size] = torch.tensor([row.root] + tree.token_list, device=device)
+            positions[r] = row.length
+            positions[r, 1:size] += tree.depths.to(device)
+            tree_mask[r, :size, :size] = tree.mask_with_root().to(device)
+        mask = torch.cat([layout.prefix_mask(n + 1), tree_mask], dim=-1)[:, None]
+        out = self.model(tokens, layout.cache, positions=positions, mask=mask, taps=True)
+        self._start = layout.length
+        return trees, list(out.logits), list(out.taps)
+
+    def commit(self, rows: Sequence[_Row], results) -> None:
+        """Keep each row's root and accepted path (``result.kept_rows``) after the prefix."""
+        self.layout.commit_rows(self._start, [result.kept_rows for result in results], [row.length for row in rows])
+
+    def keep(self, live: Sequence[int]) -> None:
+        self.layout.keep(live)
+
+
+class RowTargets:
+    """The target's half of a batch as one KV cache per sequence, laid out as its single-sequence
+    decode lays it out, every round's pass shared through ``LeanInt4Pass.run_rows`` (an int4
+    target in exact mode): each row computed bit for bit as alone, so greedy rows equal their
+    single-sequence decodes exactly, whatever else is in the batch."""
+
+    def __init__(self, model: Transformer, rows: Sequence[_Row], max_nodes: int) -> None:
+        self.model = model
+        room = tree_room(max_nodes, model.lane_stride)
+        self.caches = [model.new_cache(len(r.prompt) + r.params.max_new_tokens + room) for r in rows]
+        self.slots: list[torch.Tensor] = []
+
+    @staticmethod
+    def fits(model: Transformer) -> bool:
+        return isinstance(model.lean, LeanInt4Pass)
+
+    @property
+    def length(self) -> int:
+        return max(cache.length for cache in self.caches)
+
+    def prefill(self, rows: Sequence[_Row]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        outs = [prefill(self.model, row.prompt, cache, taps=True) for row, cache in zip(rows, self.caches)]
+        return torch.stack([out.logits[0, -1] for out in outs]), [out.taps[0] for out in outs]
+
+    def verify(self, rows: Sequence[_Row], trees: Sequence[DraftTree]):
+        lane = self.model.lane_stride
+        trees = [fit_lanes(tree, cache.length, lane) for tree, cache in zip(trees, self.caches)]
+        parts, self.slots = [], []
+        for row, tree, cache in zip(rows, trees, self.caches):
+            tokens, positions, mask, slots = verify_inputs(cache, row.root, tree, lane)
+            parts.append(RowPass(tokens[0], cache, positions, mask, slots if lane else None))
+            self.slots.append(slots)
+        outs = self.model.lean.run_rows(parts, taps=True)
+        return trees, [logits for logits, _ in outs], [taps for _, taps in outs]
+
+    def commit(self, rows: Sequence[_Row], results) -> None:
+        for cache, slots, result in zip(self.caches, self.slots, results):
+            cache.compact(slots[result.kept_rows])
+
+    def keep(self, live: Sequence[int]) -> None:
+        self.caches = [self.caches[r] for r in live]
 
 
 # ---- the loop ---------------------------------------------------------------------------------------
-def _prefill(model: Transformer, drafter: Drafter | None, rows: list[_Row], max_nodes: int, draft_slots: int):
-    """Batched prefill; caches sized for the prompts, the answers and one round's tree (target:
-    ``max_nodes`` + root; drafter: ``draft_slots`` tree slots or a catch-up, whichever is larger,
-    plus ``max_nodes`` + 1 more: a deferred catch-up lands at the longest row's end with another
-    row's queue, which can be one round's acceptance longer)."""
-    device = model.embed_tokens.weight.device
-    tokens, positions, valid, width = _left_padded(rows, device)
+def _draft_layout(drafter: Drafter, rows: Sequence[_Row], max_nodes: int, draft_slots: int) -> BatchLayout:
+    """The drafter's cache, sized for the prompts, the answers and one round's tree (``draft_slots``
+    tree slots or a catch-up, whichever is larger, plus ``max_nodes`` + 1 more: a deferred
+    catch-up lands at the longest row's end with another row's queue, which can be one round's
+    acceptance longer)."""
+    width = max(len(r.prompt) for r in rows)
     budget = max(r.params.max_new_tokens for r in rows)
-    target = BatchLayout(model.new_cache(width + budget + max_nodes + 2, batch=len(rows)), len(rows))
-    draft = None if drafter is None else BatchLayout(
-        drafter.new_cache(width + budget + max(draft_slots, max_nodes + 2) + max_nodes + 1, batch=len(rows)),
-        len(rows))
-    out = model(tokens, target.cache, positions=positions, mask=_causal_valid_mask(valid), taps=True,
-                logits_at=slice(-1, None))
-    target.cache.commit(width)
-    target.valid[:, :width], target.positions[:, :width] = valid, positions
-    return target, draft, out.logits[:, -1], out.taps, width
+    return BatchLayout(drafter.new_cache(width + budget + max(draft_slots, max_nodes + 2) + max_nodes + 1,
+                                         batch=len(rows)), len(rows))
 
 
 @torch.inference_mode()
@@ -323,7 +400,8 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
                              stats: Sequence[DecodeStats] | None = None,
                              planner: Planner | None = None) -> Iterator[tuple[int, list[int]]]:
     """Yield (sequence index, accepted tokens) as rounds finish; each sequence's output equals its
-    ``decode_speculative`` / ``decode_autoregressive`` output (greedy: exactly).
+    ``decode_speculative`` / ``decode_autoregressive`` output (greedy: exactly, in fp32 and with
+    ``RowTargets``; see the module docstring).
 
     ``planner`` gives each round's tree shape (default ``FixedTree()``). ``drafter=None`` with a
     planner of budget 0 (``FixedTree(TreeConfig(budget=0))``) is batched plain decoding."""
@@ -346,7 +424,9 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
     if not rows:
         return
     started = time.perf_counter()
-    target, draft, logits, taps, width = _prefill(model, drafter, rows, max_nodes, draft_slots)
+    target = (RowTargets if RowTargets.fits(model) else SharedTarget)(model, rows, max_nodes)
+    draft = None if drafter is None else _draft_layout(drafter, rows, max_nodes, draft_slots)
+    logits, prompt_taps = target.prefill(rows)
     for r, row in enumerate(rows):
         row.root = pick_token(logits[r], row.stop.tokens, row.params, row.generator)
         row.length = len(row.prompt)
@@ -361,23 +441,22 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
     feeds_drafter = draft is not None and max_nodes > 0     # a planner that never drafts: nothing to queue
     if feeds_drafter:           # the drafter's entries: target feature at position i + token i+1
         for r, row in enumerate(rows):
-            defer_catch_up(row, taps[r, width - len(row.prompt):], row.prompt[1:] + [row.root], 0)
+            defer_catch_up(row, prompt_taps[r], row.prompt[1:] + [row.root], 0)
     rows = _keep(rows, live, target, draft)
     decode_started = time.perf_counter()
     while rows:
         tree_config = planner.batch_config(target.length, len(rows))
-        target.ensure_room(tree_config.budget + 1)
         t0 = time.perf_counter()
         if tree_config.budget:
             flush_catch_up(drafter, draft, rows, tree_config)
         trees = draft_trees(drafter, draft, rows, tree_config)
         t1 = time.perf_counter()
-        logits, taps = verify_batch(model, target, rows, trees)
-        results = [verify(tree, logits[r, : tree.size + 1], row.stop.tokens, row.params, row.generator)
+        trees, logits, taps = target.verify(rows, trees)
+        results = [verify(tree, logits[r][: tree.size + 1], row.stop.tokens, row.params, row.generator)
                    for r, (row, tree) in enumerate(zip(rows, trees))]
         t2 = time.perf_counter()
         planner.observe_batch(tree_config, trees, results, t1 - t0, t2 - t1, [row.stats for row in rows])
-        start, live = target.length, []
+        live = []
         for r, (row, tree, result) in enumerate(zip(rows, trees, results)):
             s = row.stats
             s.draft_s, s.verify_s, s.target_forwards = s.draft_s + t1 - t0, s.verify_s + t2 - t1, s.target_forwards + 1
@@ -389,17 +468,17 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
                 s.decode_s = time.perf_counter() - decode_started
             else:
                 live.append(r)
-        kept = [result.kept_rows for result in results]
-        target.commit_rows(start, kept, [row.length for row in rows])
+        target.commit(rows, results)
         for r, (row, result) in enumerate(zip(rows, results)):
             if feeds_drafter:
-                defer_catch_up(row, taps[r, kept[r]], result.tokens, row.length)
+                defer_catch_up(row, taps[r][result.kept_rows], result.tokens, row.length)
             row.length += len(result.tokens)
             row.root = result.tokens[-1]
         rows = _keep(rows, live, target, draft)
 
 
-def _keep(rows: list[_Row], live: list[int], target: BatchLayout, draft: BatchLayout) -> list[_Row]:
+def _keep(rows: list[_Row], live: list[int], target: SharedTarget | RowTargets,
+          draft: BatchLayout | None) -> list[_Row]:
     if len(live) == len(rows):
         return rows
     if live:

@@ -124,17 +124,24 @@ def drafter_catch_up(drafter: Drafter, state: DraftState, taps: torch.Tensor, ne
 def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
     """Run (root, tree nodes) through the target with the tree mask; logits [N+1, V], taps and
     the cache slot of each row (``tree_slots``)."""
+    tokens, positions, mask, slots = verify_inputs(cache, root, tree, model.lane_stride)
+    out = model(tokens, cache, positions=positions, mask=mask, taps=True,
+                slots=slots if model.lane_stride else None)      # contiguous: a plain slice write
+    return out.logits[0], out.taps, slots
+
+
+def verify_inputs(cache, root: int, tree: DraftTree, lane_stride: int):
+    """What a verification pass of (root, tree) after ``cache``'s prefix feeds the target: tokens
+    [1, N+1], positions [N+1], mask [N+1, S] (the prefix, then the tree) and slots [N+1]."""
     length, n = cache.length, tree.size
     device = cache.k.device
     tokens = torch.tensor([[root] + tree.token_list], device=device)
     depths = tree.depths_with_root()
-    slots = tree_slots(depths, tree.parents, length, model.lane_stride).to(device)
+    slots = tree_slots(depths, tree.parents, length, lane_stride).to(device)
     mask = torch.zeros(n + 1, int(slots.max()) + 1, dtype=torch.bool, device=device)
     mask[:, :length] = True
     mask[:, slots] = tree.mask_with_root().to(device)
-    out = model(tokens, cache, positions=(length + depths).to(device), mask=mask, taps=True,
-                slots=slots if model.lane_stride else None)      # contiguous: a plain slice write
-    return out.logits[0], out.taps, slots
+    return tokens, (length + depths).to(device), mask, slots
 
 
 def tree_slots(depths: torch.Tensor, parents: torch.Tensor, length: int, lane_stride: int) -> torch.Tensor:

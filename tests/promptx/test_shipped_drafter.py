@@ -153,3 +153,43 @@ def test_half_precision_speculative_decoding_equals_plain_decoding(model_dir, dt
         fast = [t for chunk in decode_speculative(model, drafter, ids, params, StopChecker(tokenizer.eos_token_ids, 128),
                                                   planner=FixedTree(TreeConfig(budget=16))) for t in chunk]
         assert fast == plain, f"{target}: {prompt!r} differs at token {next((i for i, (a, b) in enumerate(zip(fast, plain)) if a != b), min(len(fast), len(plain)))}"
+
+
+def test_a_batch_in_int4_decodes_each_prompt_as_alone(model_dir):
+    """Where int4 speculates (exact rows), a batched decode (``enhance_many``, ``--file``, a busy
+    server) gives every prompt the text it gets alone, whatever its batch-mates: plain batched
+    rounds and the shipped drafter's trees, greedy, against plain single-sequence decoding."""
+    from engine.decode.autoregressive import decode_autoregressive
+    from engine.decode.sampling import SamplingParams
+    from engine.decode.stopping import StopChecker
+    from engine.generator import Generator
+    from engine.runtime.device import cpu_has_fast_bf16
+    from engine.speculative.batch import RowTargets, decode_speculative_batch
+    from engine.speculative.loop import FixedTree, TreeConfig
+    from promptx.backends.drafters import load_drafter_for
+    from promptx.models import prompt_style_of
+    from promptx.profiles.registry import default_registry
+    from promptx.profiles.render import render_messages
+
+    if not cpu_has_fast_bf16():
+        pytest.skip("no native bf16 on this CPU: int4 is not the default here")
+    generator = Generator.from_dir(model_dir, dtype="int4")
+    if not generator.exact_batches:
+        pytest.skip("int4: this CPU's kernels mix the rows of a pass, so it decodes plainly")
+    model, tokenizer = generator.model, generator.tokenizer
+    assert RowTargets.fits(model)
+    drafter, _ = load_drafter_for(model, find_drafter(model))
+    registry, style = default_registry(), prompt_style_of(model_dir)
+    prompts = [tokenizer.encode_chat(render_messages(registry.get(t), p, prompt_style=style))
+               for t, p in BF16_PROMPTS[:6]]
+    budgets = [64, 40, 64, 64, 23, 64]
+    plain = [list(decode_autoregressive(model, ids, SamplingParams(max_new_tokens=n),
+                                        StopChecker(tokenizer.eos_token_ids, n))) for ids, n in zip(prompts, budgets)]
+    for config in (TreeConfig(budget=0, max_depth=1, top_k=1), TreeConfig(budget=8, max_depth=5, top_k=3)):
+        got: list[list[int]] = [[] for _ in prompts]
+        for index, chunk in decode_speculative_batch(
+                model, drafter, prompts, [SamplingParams(max_new_tokens=n) for n in budgets],
+                [StopChecker(tokenizer.eos_token_ids, n) for n in budgets], planner=FixedTree(config)):
+            got[index].extend(chunk)
+        differ = [i for i, (a, b) in enumerate(zip(got, plain)) if a != b]
+        assert not differ, f"budget {config.budget}: prompts {differ} differ"
