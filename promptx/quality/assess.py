@@ -7,7 +7,8 @@ Findings, by kind:
 - added_subject: a person, animal, vehicle or creature the prompt neither
   names nor licenses (``licensing``);
 - contradiction: a kept subject's colour, material or count changed, in the
-  prompt or in the caption of its image; a left/right relation swapped;
+  prompt or in the caption of its image; a left/right relation swapped; a
+  painting or sketch called a photograph (``medium``);
 - form: see ``form``.
 Colours, counts and materials live in ``attributes``, spatial relations in
 ``relations``, Chinese text in ``cjk``; this module keeps subjects and judges
@@ -33,6 +34,7 @@ from .form import FIRST_PERSON, SECOND_PERSON, form_findings
 from .lexicon import Lexicon, lexicon
 from .licensing import PERSON_PRONOUNS, Licence
 from .matching import matches
+from .medium import medium_findings
 from .mentions import PICTURE_WORDS, Mention, mentions
 from .numbers import number_findings
 from .presence import depicted_at
@@ -73,6 +75,8 @@ def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context:
     kept: list[str] = []
     captioned = bool(context) and not prompt.strip()    # animate or describe the image: keep its main subject
     edit = profile is not None and profile.task == "i2i"
+    if not edit:                   # an edit names the input's medium: "turn the photo into ..."
+        findings += medium_findings(prompt, text)
     if text.strip() and _comparable(context if captioned else prompt, text):
         kept, lexical = _lexical_findings(prompt, text, context, lex, captioned=captioned, edit=edit,
                                           unseen_image=unseen_image)

@@ -17,7 +17,7 @@ from .lexicon import Lexicon
 from .matching import matches, unique
 from .materials import same_material
 from .mentions import Mention, mentions
-from .words import Word, color_of, describes, words
+from .words import Word, color_of, describes, shades_next, words
 
 __all__ = ["attribute_findings", "caption_contradictions"]
 
@@ -35,32 +35,13 @@ def _same_family(a: set[str], b: set[str]) -> bool:
 def attribute_findings(source, output, src_words, out_words, lex) -> list[Finding]:
     """Colours and counts of the prompt's nouns: kept, or contradicted."""
     findings: list[Finding] = []
-    text_colors = {color_of(w.text, lex) for w in out_words} - {None}
+    hues = {color_of(w.text, lex) for i, w in enumerate(out_words) if not shades_next(out_words, i, lex)} - {None}
+    # "dark blue" keeps a prompt's "dark" ("dark water"), not its "black" ("a black car")
+    shades = hues | ({"dark"} if any(shades_next(out_words, i, lex) for i in range(len(out_words))) else set())
     for m in source:
         same = [o for o in output if o.lemma == m.lemma or matches(m.lemma, o.lemma, lex)]
         if m.colors:
-            # every colour the prompt gives this noun ("a red apple and a green apple": both)
-            given = set().union(*(s.colors for s in source if s.lemma == m.lemma))
-            stated = [o.colors for o in same if o.colors]
-            # the same noun said again in a plain colour word: "silver hair ... her dark hair"
-            restated = [_plain_colors(out_words, o.position, lex) for o in output
-                        if o.lemma == m.lemma and not o.modifier and not _before_noun(out_words, o.position, lex)]
-            restated += [_predicated_colors(out_words, o.position, lex) for o in output
-                         if o.lemma == m.lemma and not o.modifier]      # "the backpack is white"
-            plain_given = set().union(*(_plain_colors(src_words, s.position, lex) for s in source
-                                        if s.lemma == m.lemma))
-            one = sum(s.lemma == m.lemma for s in source) == 1       # "a brown bin with a green bin": which?
-            clashing = [c for c in restated if c and one and plain_given and not _same_family(given, c)]
-            stated_families = set().union(*stated) if stated else set()
-            if clashing:        # one restatement in another colour is enough: "silver hair ... dark hair"
-                findings.append(_contradiction("color", m, sorted(clashing[0])))
-            elif (one and stated and plain_given and not _same_family(given, stated_families)
-                  and not _same_family(given, text_colors)):
-                findings.append(_contradiction("color", m, sorted(stated_families)))   # "a chestnut horse"
-            elif not stated and not _same_family(set(m.colors), text_colors):
-                findings.append(Finding(kind="lost", code="lost_color", words=[m.lemma, *sorted(m.colors)],
-                                        detail=f'the output lost the colour of "{m.lemma}" '
-                                               f'({", ".join(sorted(m.colors))})'))
+            findings += _color_findings(m, source, output, same, src_words, out_words, hues, shades, lex)
         findings += _material_findings(m, same, out_words,
                                        frozenset().union(*(s.materials for s in source if s.lemma == m.lemma)))
         if m.count is not None:          # "a zebra and a giraffe ... two animals" counts both
@@ -72,6 +53,34 @@ def attribute_findings(source, output, src_words, out_words, lex) -> list[Findin
                                         detail=f'the output lost the count of "{m.lemma}" ({m.count}: '
                                                f'only a vague quantity is left)'))
     return unique(findings)
+
+
+def _color_findings(m: Mention, source, output, same, src_words, out_words, hues: set[str], shades: set[str],
+                    lex: Lexicon) -> list[Finding]:
+    """The colours the prompt gives ``m``'s noun: kept (by the hues of the text: ``hues``; a
+    prompt's "dark" by any dark word: ``shades``), restated in another colour, or lost."""
+    # every colour the prompt gives this noun ("a red apple and a green apple": both)
+    given = set().union(*(s.colors for s in source if s.lemma == m.lemma))
+    if given == {"dark"}:            # a brightness, not a hue: "dark water" -> "dark blue water"
+        return [] if _same_family(given, shades) else [_lost_color(m)]
+    stated = [o.colors for o in same if o.colors]
+    # the same noun said again in a plain colour word: "silver hair ... her dark hair"
+    restated = [_plain_colors(out_words, o.position, lex) for o in output
+                if o.lemma == m.lemma and not o.modifier and not _before_noun(out_words, o.position, lex)]
+    restated += [_predicated_colors(out_words, o.position, lex) for o in output
+                 if o.lemma == m.lemma and not o.modifier]      # "the backpack is white"
+    plain_given = set().union(*(_plain_colors(src_words, s.position, lex) for s in source if s.lemma == m.lemma))
+    one = sum(s.lemma == m.lemma for s in source) == 1       # "a brown bin with a green bin": which?
+    clashing = [c for c in restated if c and one and plain_given and not _same_family(given, c)]
+    stated_families = set().union(*stated) if stated else set()
+    if clashing:        # one restatement in another colour is enough: "silver hair ... dark hair"
+        return [_contradiction("color", m, sorted(clashing[0]))]
+    if one and stated and plain_given and not _same_family(given, stated_families) \
+            and not _same_family(given, hues):
+        return [_contradiction("color", m, sorted(stated_families))]   # "a chestnut horse"
+    if not stated and not _same_family(set(m.colors), hues):
+        return [_lost_color(m)]
+    return []
 
 
 def _material_findings(m: Mention, same: list[Mention], out_words: list[Word],
@@ -130,10 +139,11 @@ _PLAIN_COLORS = frozenset("""red orange yellow green blue purple violet pink bro
 def _plain_colors(ws, position: int, lex: Lexicon) -> set[str]:
     """Colour families of the plain colour words right before a noun ("her dark hair"), in its phrase."""
     out = set()
-    for w in reversed(ws[max(0, position - 3): position]):
+    for i in range(position - 1, max(0, position - 3) - 1, -1):
+        w = ws[i]
         if w.phrase != ws[position].phrase or w.text in ("a", "an", "the", "and", "of", "with"):
             break
-        if w.text in _PLAIN_COLORS:
+        if w.text in _PLAIN_COLORS and not shades_next(ws, i, lex):
             out.add(color_of(w.text, lex))
     return out - {None}
 
@@ -151,10 +161,11 @@ def _predicated_colors(ws, position: int, lex: Lexicon) -> set[str]:
             or ws[position + 1].phrase != ws[position].phrase:
         return set()
     out: set[str] = set()
-    for w in ws[position + 2: position + 8]:
+    for i in range(position + 2, min(len(ws), position + 8)):
+        w = ws[i]
         if w.phrase != ws[position].phrase:
             break
-        if w.text in _PLAIN_COLORS:
+        if w.text in _PLAIN_COLORS and not shades_next(ws, i, lex):
             out.add(color_of(w.text, lex))
         elif w.text == "and" and out or w.text in _PREDICATE_FILLERS or (not out and describes(w.text, lex)):
             continue
@@ -175,6 +186,11 @@ def _before_noun(ws, position: int, lex: Lexicon) -> bool:
 
 
 _FUNCTION_WORDS = frozenset("is are was were has have and or with in on at of to".split())
+
+
+def _lost_color(m: Mention) -> Finding:
+    return Finding(kind="lost", code="lost_color", words=[m.lemma, *sorted(m.colors)],
+                   detail=f'the output lost the colour of "{m.lemma}" ({", ".join(sorted(m.colors))})')
 
 
 def _contradiction(what: str, m: Mention, got) -> Finding:

@@ -4,7 +4,8 @@
 of its image), which salient entities are not licensed (the same
 ``Licence`` the assessment uses), whether second-person pronouns and
 opening quotation marks are off limits (they are unless the input has
-them), and whether camera moves are ("camera static" prompts).
+them), whether camera moves are ("camera static" prompts) and whether photo
+words are (a painting or a sketch asked for: ``medium``).
 ``VocabularyIndex`` maps that onto one tokenizer's vocabulary: it is
 built once per tokenizer from the token texts, and ``banned_ids`` is a set
 lookup per indexed word, with no string work per generated token. The engine
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from .camera import MOVE_WORDS, asks_static_camera
 from .lexicon import Lexicon, lexicon
 from .licensing import PERSON_PRONOUNS, Licence
+from .medium import PHOTO_WORDS, asks_drawn_medium
 
 __all__ = ["DecodingConstraint", "VocabularyIndex"]
 
@@ -40,6 +42,7 @@ class DecodingConstraint:
     second_person: bool           # forbid "you", "your", ...
     quotes: bool                  # forbid opening quotation marks
     camera_still: bool = False    # forbid words that move the camera ("camera static" prompts)
+    drawn: bool = False           # forbid photo words (a painting, sketch or anime picture asked for)
 
     @classmethod
     def for_prompt(cls, prompt: str, context: str | None = None, *, subjects: bool = True) -> "DecodingConstraint":
@@ -48,7 +51,8 @@ class DecodingConstraint:
         low = set(re.findall(r"[a-z]+", text.lower()))
         licence = Licence.of(prompt, context, lex) if subjects else None
         return cls(licence, second_person=not (low & _SECOND_PERSON),
-                   quotes=not any(q in text for q in _QUOTE_MARKS), camera_still=asks_static_camera(prompt))
+                   quotes=not any(q in text for q in _QUOTE_MARKS), camera_still=asks_static_camera(prompt),
+                   drawn=asks_drawn_medium(prompt))
 
 
 class VocabularyIndex:
@@ -61,6 +65,7 @@ class VocabularyIndex:
         self.person_pronouns: list[int] = []
         self.quotes: list[int] = []
         self.camera_moves: list[int] = []
+        self.photo_words: list[int] = []
         self._banned: dict[DecodingConstraint, tuple[int, ...]] = {}
         forms = self._lex.salient_forms()
         for tid, text in enumerate(token_texts):
@@ -79,6 +84,8 @@ class VocabularyIndex:
                 continue
             if word in MOVE_WORDS:
                 self.camera_moves.append(tid)
+            if word in PHOTO_WORDS:
+                self.photo_words.append(tid)
             lemma = forms.get(word)
             if lemma and self._lex.is_noun(lemma):
                 self.salient.setdefault((lemma, word != lemma), []).append(tid)
@@ -105,4 +112,6 @@ class VocabularyIndex:
             ids += self.quotes
         if constraint.camera_still:
             ids += self.camera_moves
+        if constraint.drawn:
+            ids += self.photo_words
         return tuple(sorted(ids))

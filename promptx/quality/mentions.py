@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from .lexicon import Lexicon
 from .materials import is_material
 from .presence import SOUNDS, depicted_at
-from .words import DETERMINERS, FUNCTION_WORDS, GROUP_COUNTS, NUMBERS, Word, color_of, compound_noun, describes
+from .words import DETERMINERS, FUNCTION_WORDS, GROUP_COUNTS, NUMBERS, Word, color_of, compound_noun, describes, \
+    shades_next
 
 __all__ = ["GROUP_WORDS", "PICTURE_WORDS", "Mention", "mentions"]
 
@@ -107,7 +108,7 @@ def _modifiers(ws: list[Word], i: int, lex: Lexicon) -> tuple[set[str], int | No
     j = i - 1
     while j >= 0 and i - j <= 5 and ws[j].phrase == ws[i].phrase:
         t = ws[j].text
-        family = color_of(t, lex)
+        family = None if shades_next(ws, j, lex) else color_of(t, lex)
         if is_material(t):
             materials.add(t)
         elif family:

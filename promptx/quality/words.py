@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .lexicon import Lexicon
 
 __all__ = ["DETERMINERS", "FILLER", "FUNCTION_WORDS", "GROUP_COUNTS", "NUMBERS", "PREPOSITIONS", "Word",
-           "color_of", "compound_noun", "describes", "words"]
+           "color_of", "compound_noun", "describes", "shades_next", "words"]
 
 # a run of letters and digits with a digit after a letter ("#20B2AA", "B2") is one word, not a
 # count ("1girl", "3 apples" still count); "1,000", "3.5" and "12:30" are one number each
@@ -80,6 +80,13 @@ def color_of(word: str, lex: Lexicon) -> str | None:
     if "-" in word:
         return next((c for c in (color_of(p, lex) for p in reversed(word.split("-"))) if c), None)
     return _COLOR_ADJECTIVES.get(word) or lex.color_family(word)
+
+
+def shades_next(ws: list, i: int, lex: Lexicon) -> bool:
+    """The word at ``i`` only shades the hue after it: "dark blue" is a blue, not a dark
+    ("dark grey", "dark brown" stay dark too: near black)."""
+    return (ws[i].text == "dark" and i + 1 < len(ws) and ws[i + 1].phrase == ws[i].phrase
+            and color_of(ws[i + 1].text, lex) not in (None, "grey", "brown", "black", "dark"))
 
 
 def describes(word: str, lex: Lexicon, *, compound: bool = False) -> bool:

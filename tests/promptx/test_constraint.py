@@ -64,6 +64,13 @@ def test_a_static_camera_masks_the_words_that_move_it(vocab):
     assert not {" zoom", " pan", " tilt"} & banned
 
 
+def test_a_drawn_picture_masks_the_words_that_make_it_a_photo(vocab):
+    banned, _ = banned_texts(vocab, "a sketch of a train")
+    assert {" photo", " photograph"} & banned and not {" sketch", " train", " pencil"} & banned
+    banned, _ = banned_texts(vocab, "a cat sitting on a box with a drawing of an elephant on it")
+    assert not {" photo", " photograph"} & banned
+
+
 PROMPTS = ["a cat on a skateboard", "a red car by the sea", "a lighthouse in a storm"]
 
 

@@ -137,6 +137,15 @@ FINDING_PAIRS = [
     ("contradiction", "color", "a blue train at a station",
      "A blue train waits at a station. The train is a sleek black wagon with rolled-down seats.",
      "A blue train waits at a station. The train is a sleek blue and silver wagon with open doors.", None),
+    ("contradiction", "color", "a red swirl above a black dashed line",     # "dark blue" is a blue
+     "A red swirl floats above a black dashed line. The line is dark blue on a white background.",
+     "A red swirl floats above a black dashed line. The line is dark grey on a white background.", None),
+    ("contradiction", "medium", "a sketch of a train",
+     "A rough sketch of a red train on a winding track, loose pencil lines. Calm realistic photograph.",
+     "A rough sketch of a red train on a winding track, loose pencil lines and soft graphite shading.", None),
+    ("contradiction", "medium", "a painting of a fox in the style of starry night",
+     "fox in the style of starry night, swirling blue sky, yellow stars, still life photograph",
+     "fox in the style of starry night, swirling blue sky, yellow stars, thick oil brushstrokes", "sdxl"),
     ("contradiction", "color", "a white horse galloping along a beach",       # not a plain colour word
      "A glossy chestnut horse gallops along the wet edge of a wide sandy beach.",
      "A glossy white horse gallops along the wet edge of a wide sandy beach.", None),
@@ -388,6 +397,43 @@ def test_salvage_drops_only_the_sentence_that_adds_a_subject():
     assert assess(LAKE, salvaged).passed
     lost = assess("a red boat on a lake", LAKE_TEXT)
     assert drop_offending_sentences(LAKE_TEXT, lost) == LAKE_TEXT     # cannot be mended
+
+
+def test_a_drawing_in_the_picture_is_no_medium_and_an_edit_may_name_the_photo():
+    """The medium is the picture's only where the prompt opens with it or says it as a style:
+    "a box with a drawing of an elephant" is a photo subject; "A framed photo hangs" in a
+    painting is a thing in it; an edit names the input's medium ("turn the photo into ...")."""
+    profile = default_registry().get("image")
+    box = "a cat sitting on a box with a drawing of an elephant on it"
+    text = ("A tabby cat sits on a cardboard box with a marker drawing of an elephant on its side, "
+            "soft daylight in a hallway, realistic photograph.")
+    assert "medium" not in {f.code for f in assess(box, text, profile).findings}
+    painting = "an oil painting of a quiet living room"
+    inside = "An oil painting of a quiet living room: a green sofa, and a framed photo hangs above it."
+    assert "medium" not in {f.code for f in assess(painting, inside, profile).findings}
+    assert "medium" in {f.code for f in assess(painting, inside + " Realistic photograph.", profile).findings}
+    assert "medium" in {f.code for f in assess("a cute corgi, anime style", "A cute corgi. Photorealistic.",
+                                                profile).findings}
+    edit = "Turn the photo into a loose watercolor painting, keeping the lake and the pines where they are."
+    assert "medium" not in {f.code for f in assess("turn it into a watercolor painting", edit,
+                                                    default_registry().get("image-to-image")).findings}
+
+
+def test_salvage_drops_the_sentence_that_calls_a_sketch_a_photograph():
+    prompt = "a sketch of a train"
+    text = ("A rough sketch of a red train on a winding track, drawn in loose pencil lines on plain paper. "
+            "The carriages curve around a bend. Calm, photorealistic detail.")
+    salvaged = drop_offending_sentences(text, assess(prompt, text))
+    assert salvaged == text.rsplit(" Calm", 1)[0] and assess(prompt, salvaged).passed
+
+
+def test_a_dark_prompt_colour_is_kept_by_any_dark_hue():
+    profile = default_registry().get("video")
+    prompt = "a jellyfish drifting in dark water"
+    kept = "A translucent moon jellyfish drifts through dark blue water, its bell pulsing softly."
+    assert "color" not in {f.code for f in assess(prompt, kept, profile).findings}
+    lost = "A translucent moon jellyfish drifts through bright blue water, its bell pulsing softly."
+    assert "lost_color" in {f.code for f in assess(prompt, lost, profile).findings}
 
 
 def test_decoding_constraint_bans_what_the_assessment_would_reject():
