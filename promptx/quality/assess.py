@@ -50,6 +50,11 @@ __all__ = ["assess"]
 _CONCRETE = frozenset({"noun.animal", "noun.artifact", "noun.person", "noun.food", "noun.plant",
                        "noun.object", "noun.body", "noun.substance", "noun.location",
                        "noun.phenomenon", "noun.shape"})
+# things to see whose first WordNet sense is a message or a possession ("a book": the work;
+# "cash": wealth): a picture of one must still show it (``matching.KEPT_BY`` lists the words
+# that keep some of them: "a worn copy", "a folded broadsheet")
+_VISIBLE_THINGS = frozenset("""book poster newspaper magazine menu postcard trophy ticket tattoo cash money
+    coin banknote stamp sticker""".split())    # not a sign or a logo: their quoted text is what must stay
 
 
 def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context: str | None = None,
@@ -160,7 +165,7 @@ def _subject_nouns(source: list[Mention], lex: Lexicon) -> list[Mention]:
         if (m.lemma in seen or m.lemma in PICTURE_WORDS or m.lemma in STOPWORDS or m.lemma in _NEGATIVES
                 or m.modifier and not lex.salient_class(m.lemma)):
             continue
-        if lex.lexname(m.lemma) in _CONCRETE or lex.salient_class(m.lemma):
+        if lex.lexname(m.lemma) in _CONCRETE or lex.salient_class(m.lemma) or m.lemma in _VISIBLE_THINGS:
             seen.add(m.lemma)
             out.append(m)
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .assessment import Finding
 from .lexicon import Lexicon
 
-__all__ = ["matches", "unique"]
+__all__ = ["KEPT_BY", "matches", "unique"]
 
 _YOUNG_PEOPLE = frozenset("boy girl".split())
 # catch-all words that show no particular thing: "food" does not keep a pizza
@@ -22,6 +22,19 @@ _TOO_GENERAL = frozenset("food thing object item stuff entity".split())
 _RELATIVES_APART = frozenset({"noun.food", "noun.plant"})
 # how far up WordNet a more general word of the output may be and still keep a prompt's thing
 _MAX_HOPS_UP = 3
+#: words that keep a thing WordNet files as a message or a possession (a book is a "work" there)
+KEPT_BY = {given: frozenset(words.split()) for given, words in {
+    "book": "novel copy volume paperback hardcover hardback tome notebook journal diary storybook textbook "
+            "album manual atlas cookbook comic",
+    "newspaper": "broadsheet paper tabloid gazette daily",
+    "magazine": "issue journal",
+    "poster": "print placard",
+    "ticket": "stub pass",
+    "money": "cash coin banknote bill note dollar currency",
+    "cash": "money coin banknote bill note dollar currency",
+    "coin": "money cash",
+    "banknote": "money cash bill note dollar",
+}.items()}
 
 
 def matches(given: str, other: str, lex: Lexicon) -> bool:
@@ -30,6 +43,8 @@ def matches(given: str, other: str, lex: Lexicon) -> bool:
         return True
     if other in _TOO_GENERAL:
         return False
+    if other in KEPT_BY.get(given, ()):
+        return True
     if lex.licenses(given, other):
         hops = lex.hops_above(other, given)        # "pastries" keeps "croissants", "food" does not
         return hops is None or hops <= _MAX_HOPS_UP

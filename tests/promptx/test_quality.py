@@ -140,6 +140,12 @@ FINDING_PAIRS = [
     ("contradiction", "color", "a red swirl above a black dashed line",     # "dark blue" is a blue
      "A red swirl floats above a black dashed line. The line is dark blue on a white background.",
      "A red swirl floats above a black dashed line. The line is dark grey on a white background.", None),
+    ("lost", "lost_subject", "cash on a wooden table",                       # WordNet: a possession
+     "A polished walnut table in a quiet room, a brass candlestick and a small dagger on its edge.",
+     "Crumpled banknotes and a few coins lie on a polished walnut table in a quiet room.", None),
+    ("lost", "lost_subject", "a book on a wooden table",                     # WordNet: a work
+     "A small brass lamp stands on a wooden table in a quiet room, its light warm on the grain.",
+     "A worn paperback lies open on a wooden table in a quiet room, lamp light warm on its pages.", None),
     ("contradiction", "medium", "a sketch of a train",
      "A rough sketch of a red train on a winding track, loose pencil lines. Calm realistic photograph.",
      "A rough sketch of a red train on a winding track, loose pencil lines and soft graphite shading.", None),
