@@ -2,7 +2,8 @@
 
 Findings, by kind:
 - lost: a subject, colour, material, count, number ("42", "route 66"),
-  spatial relation or quoted text of the prompt is missing (matched by lemma, synonym and WordNet hypernymy);
+  spatial relation, way of moving ("running", ``actions``) or quoted text of the prompt is
+  missing (matched by lemma, synonym and WordNet hypernymy);
   with an empty prompt, the subjects of the image's caption;
 - added_subject: a person, animal, vehicle or creature the prompt neither
   names nor licenses (``licensing``);
@@ -26,6 +27,7 @@ from promptx.text.cleanup import STOPWORDS
 from promptx.text.language import detect_language, has_cjk, latin_foreign
 from promptx.text.validate import quoted_spans, subject_problem
 
+from .actions import action_findings
 from .assessment import Assessment, Finding
 from .attributes import attribute_findings, caption_contradictions
 from .camera import camera_findings
@@ -86,6 +88,7 @@ def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context:
         kept, lexical = _lexical_findings(prompt, text, context, lex, captioned=captioned, edit=edit,
                                           unseen_image=unseen_image)
         findings += lexical
+        findings += [] if edit else action_findings(prompt, text, lex)   # "make it dance": said already
     elif text.strip() and has_cjk(prompt) and has_cjk(text):
         lost = subject_problem(prompt, text)       # CJK on both sides: characters must survive
         if lost:

@@ -140,6 +140,14 @@ FINDING_PAIRS = [
     ("contradiction", "color", "a red swirl above a black dashed line",     # "dark blue" is a blue
      "A red swirl floats above a black dashed line. The line is dark blue on a white background.",
      "A red swirl floats above a black dashed line. The line is dark grey on a white background.", None),
+    ("lost", "lost_action", "A man is running.",
+     "A man in a brown leather jacket walks slowly through a quiet park, glancing up at the bare trees.",
+     "A man in a grey tracksuit sprints along a park path, arms pumping, his breath misting in the cold.",
+     None),
+    ("lost", "lost_action", "A woman is dancing.",
+     "A woman in a loose dress stands on a beach at sunset, takes a deep breath and smiles at the waves.",
+     "A woman in a loose dress dances barefoot on a beach at sunset, twirling as her skirt flares out.",
+     None),
     ("lost", "lost_subject", "cash on a wooden table",                       # WordNet: a possession
      "A polished walnut table in a quiet room, a brass candlestick and a small dagger on its edge.",
      "Crumpled banknotes and a few coins lie on a polished walnut table in a quiet room.", None),
@@ -431,6 +439,22 @@ def test_salvage_drops_the_sentence_that_calls_a_sketch_a_photograph():
             "The carriages curve around a bend. Calm, photorealistic detail.")
     salvaged = drop_offending_sentences(text, assess(prompt, text))
     assert salvaged == text.rsplit(" Calm", 1)[0] and assess(prompt, salvaged).passed
+
+
+def test_only_actions_said_as_actions_are_judged_and_shown_motions_keep_them():
+    profile = default_registry().get("video")
+    cases = [   # a modifier, an idiom, a kite flown, a verb outside the table, a synonym
+        ("a stream of running water in a forest", "A clear stream flows over mossy stones in a quiet forest."),
+        ("the hourglass runs out", "The last grains of sand slip through the neck of the brass hourglass."),
+        ("kids flying a kite on a hill", "Two kids hold the string as a red kite climbs over a grassy hill."),
+        ("a fox sleeping in the snow", "A red fox lies curled on fresh snow, its side rising and falling slowly."),
+        ("the fox runs into the trees", "The red fox springs forward and lopes into the dark trees."),
+    ]
+    for prompt, text in cases:
+        assert "lost_action" not in {f.code for f in assess(prompt, text, profile).findings}, prompt
+    found = assess("A horse is running in the field, then it starts walking calmly.",
+                   "A white horse walks calmly across the field toward a berry bush.", profile).findings
+    assert [f.words for f in found if f.code == "lost_action"] == [["run"]]
 
 
 def test_a_dark_prompt_colour_is_kept_by_any_dark_hue():

@@ -1,0 +1,78 @@
+"""Actions the prompt asks for: "a man is running" must not become a man walking.
+
+A video prompt is often its action ("A woman is dancing", "a horse is
+running, then it starts walking"); a small model keeps the subject and swaps
+the action for a stroll or a pose. The table holds ways of moving (run, walk,
+march, dance, jump, climb, swim, fly), each kept by its own verb in any form
+("ran", "dancer", "dances") or a near synonym ("sprints", "lopes"). Actions
+a good text shows by their motions are not judged ("sleeping": "lies curled,
+its side rising and falling"; "eating an ant": "snaps the ant up"), nor
+verbs outside the table ("playing the harp" is "plucking the strings"). The prompt asks for an action when the verb is said as one: after
+"is"/"are", as a verb in -s or -ed, or in -ing not before a noun ("a dog
+running", not "running water" or "a dancing couple").
+Not here: camera moves (``camera``), subjects and their attributes (``assess``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .assessment import Finding
+from .lexicon import Lexicon
+
+__all__ = ["action_findings"]
+
+# an action and the words that keep it (its own forms are always enough)
+_KEPT_BY = {verb: frozenset(words.split()) for verb, words in {
+    "run": "sprint jog race dash gallop charge bolt lope scamper scurry dart rush bound",
+    "walk": "stroll stride amble wander hike march pace step trudge saunter",
+    "march": "parade stride",
+    "dance": "twirl waltz pirouette tango salsa ballet spin sway",
+    "jump": "leap hop bound spring vault pounce",
+    "climb": "scale clamber ascend scramble",
+    "swim": "paddle dive glide float",
+    "fly": "soar glide flutter hover flap wing float drift airborne sweep swoop wheel",
+}.items()}
+_MODIFIED = re.compile(r"^\s+(?:a|an|the|his|her|their|its|and|in|on|at|through|along|across|around|over|"
+                       r"down|up|into|toward|towards|with|to|from|by|past|behind|away|off|out|back|,|\.|$)")
+
+
+def action_findings(prompt: str, text: str, lex: Lexicon) -> list[Finding]:
+    """``lost_action``: an action of the table the prompt asks for that the output never says."""
+    said = {w for w in re.findall(r"[a-z]+", text.lower())}
+    lemmas = {lex.verb_lemma(w) or w for w in said}
+    lost = [verb for verb in _asked(prompt, lex)
+            if not (lemmas & (_KEPT_BY[verb] | {verb}) or any(w.startswith(_stem(verb)) for w in said))]
+    if not lost:
+        return []
+    return [Finding(kind="lost", code="lost_action", words=lost,
+                    detail=f'the output lost the action of the prompt ({", ".join(lost)})')]
+
+
+def _asked(prompt: str, lex: Lexicon) -> list[str]:
+    """The table's actions ``prompt`` says as actions, in order."""
+    out: list[str] = []
+    for hit in re.finditer(r"\b([a-z]+)\b", prompt.lower()):
+        word = hit.group(1)
+        verb = lex.verb_lemma(word)
+        if verb not in _KEPT_BY or verb in out or word == verb and not _after_auxiliary(prompt, hit.start()):
+            continue
+        if verb == "run" and re.match(r"\s+out\b", prompt[hit.end():].lower()):
+            continue                     # "the hourglass runs out"
+        if verb == "fly" and re.match(r"\s+(?:a|an|the|his|her|their|its)\b", prompt[hit.end():].lower()):
+            continue                     # "flying a kite": the kite flies, said of it
+        if word.endswith("ing") and not _MODIFIED.match(prompt[hit.end():].lower()) \
+                and not re.search(r"\b(?:is|are|was|were|be|been|starts|begins|keeps)\s+$", prompt[:hit.start()].lower()):
+            continue                     # "running water", "a dancing couple": a modifier
+        out.append(verb)
+    return out
+
+
+def _after_auxiliary(prompt: str, start: int) -> bool:
+    """A bare verb after "to", "will", "can", "starts to" ("begins to dance")."""
+    return bool(re.search(r"\b(?:to|will|can|could|would|may|might)\s+$", prompt[:start].lower()))
+
+
+def _stem(verb: str) -> str:
+    """What every form of ``verb`` starts with ("danc" for dance, dancer, dancing)."""
+    return verb[:-1] if verb.endswith("e") and len(verb) > 3 else verb
