@@ -60,6 +60,18 @@ class KVCache:
         span = end if span is None else span
         return self.k[layer, :, :, :span], self.v[layer, :, :, :span]
 
+    def rows(self) -> list["KVCache"]:
+        """One cache per batch row over this cache's storage (each with its own length): the
+        rows of a batch that decode as single sequences but share tensors (one attention call
+        over several rows reads them in place)."""
+        out = []
+        for row in range(self.k.shape[1]):
+            view = KVCache.__new__(KVCache)
+            view.k, view.v = self.k[:, row: row + 1], self.v[:, row: row + 1]
+            view.capacity, view.length = self.capacity, 0
+            out.append(view)
+        return out
+
     def commit(self, count: int) -> None:
         """Make ``count`` slots after the prefix part of it."""
         if self.length + count > self.capacity:

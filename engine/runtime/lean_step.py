@@ -157,12 +157,14 @@ class LeanInt4Pass:
                              taps=None if tapped is None else tapped[None])
 
     @torch.inference_mode()
-    def run_rows(self, parts: Sequence["RowPass"], *, taps: bool = False,
-                 logits_at=None) -> list[tuple[torch.Tensor | None, torch.Tensor | None]]:
+    def run_rows(self, parts: Sequence["RowPass"], *, taps: bool = False, logits_at=None,
+                 batch: KVCache | None = None) -> list[tuple[torch.Tensor | None, torch.Tensor | None]]:
         """One pass over several sequences, each after its prefix in its own cache (batch 1): the
         linear layers run over every sequence's tokens at once (the kernels compute rows on their
         own), attention per sequence over its own span; (logits [T, V], taps [T, 3H] or None) per
-        part, each what a pass of that sequence alone gives, bit for bit."""
+        part, each what a pass of that sequence alone gives, bit for bit. ``batch``: the cache
+        whose row j is part j's cache (``KVCache.rows``): neighbouring one-token parts over the
+        same span then share one attention call (the kernel computes batch rows on their own)."""
         layouts = [_layout(part) for part in parts]
         counts = [part.tokens.numel() for part in parts]
         bounds = [sum(counts[:j]) for j in range(len(counts) + 1)]
@@ -180,14 +182,12 @@ class LeanInt4Pass:
             qk = qkv[:, : (h + hkv) * d].view(n, h + hkv, d)
             qk = qk * cos + qk.roll(self.half, -1) * sin          # rotate_half(x) * sin, bit for bit
             values = qkv[:, (h + hkv) * d:].view(n, hkv, d)
-            attended = []
-            for part, (where, _, mask), lo, hi in zip(parts, layouts, bounds, bounds[1:]):
-                cache, span = part.cache, mask.shape[-1]
-                cache.k[i, 0, :, where] = qk[lo:hi, h:].transpose(0, 1)
-                cache.v[i, 0, :, where] = values[lo:hi].transpose(0, 1)
-                attended.append(attend_rows(qk[lo:hi, :h].reshape(hi - lo, hkv, h // hkv, d), cache.k[i, :, :, :span],
-                                            cache.v[i, :, :, :span], mask))    # as the modules' attend_rowwise
-            attended = torch.cat(attended).reshape(n, h * d)
+            for part, (where, _, _), lo, hi in zip(parts, layouts, bounds, bounds[1:]):
+                part.cache.k[i, 0, :, where] = qk[lo:hi, h:].transpose(0, 1)
+                part.cache.v[i, 0, :, where] = values[lo:hi].transpose(0, 1)
+            queries = qk[:, :h].reshape(n, hkv, h // hkv, d)
+            attended = torch.cat([_attend_group(i, parts, layouts, bounds, queries, group, batch)
+                                  for group in _groups(layouts, counts, batch)]).reshape(n, h * d)
             x = x + _with_bias(_kernel_rows(o_proj, attended), o_proj.bias)
             gate_up = _with_bias(_kernel_rows(gate_up_proj, self._norm(x, post_norm)), gate_up_proj.bias)
             x = x + _with_bias(_kernel_rows(down_proj, F.silu(gate_up[:, : self.intermediate])
@@ -226,6 +226,34 @@ def _layout(part: RowPass) -> tuple[slice | torch.Tensor, torch.Tensor, torch.Te
     where = slice(start, end) if part.slots is None else part.slots
     positions = torch.arange(start, start + t, device=device) if part.positions is None else part.positions
     return where, positions, aligned_mask(part.mask, start, t, device)
+
+
+def _groups(layouts, counts: list[int], batch: KVCache | None) -> list[range]:
+    """Runs of neighbouring parts that one attention call can take: one token each over the
+    same span, rows of ``batch``; every other part alone."""
+    out: list[range] = []
+    for j, count in enumerate(counts):
+        span = layouts[j][2].shape[-1]
+        last = out[-1] if out else None
+        if (batch is not None and count == 1 and last is not None and counts[last[0]] == 1
+                and layouts[last[0]][2].shape[-1] == span):
+            out[-1] = range(last.start, j + 1)
+        else:
+            out.append(range(j, j + 1))
+    return out
+
+
+def _attend_group(layer: int, parts, layouts, bounds: list[int], queries: torch.Tensor, group: range,
+                  batch: KVCache | None) -> torch.Tensor:
+    """Attention of the parts in ``group`` (``_groups``) over their own keys: [tokens, Hkv, G, D]."""
+    rows = queries[bounds[group.start]: bounds[group.stop]]
+    span = layouts[group.start][2].shape[-1]
+    if len(group) == 1:                  # as the modules' attend_rowwise
+        cache = parts[group.start].cache
+        return attend_rows(rows, cache.k[layer, :, :, :span], cache.v[layer, :, :, :span], layouts[group.start][2])
+    mask = torch.cat([layouts[j][2] for j in group]).reshape(len(group), 1, 1, span)
+    return F.scaled_dot_product_attention(rows, batch.k[layer, group.start: group.stop, :, :span],
+                                          batch.v[layer, group.start: group.stop, :, :span], attn_mask=mask)
 
 
 def _kernel_rows(layer, x: torch.Tensor) -> torch.Tensor:

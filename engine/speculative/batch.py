@@ -1,11 +1,12 @@
 """Speculative decoding of C sequences at once, each accepting its own number of tokens per round.
 
 The target side comes in two layouts. ``RowTargets`` (an int4 target in exact
-mode, ``engine.runtime.lean_step.LeanInt4Pass``): one KV cache per sequence,
-laid out as its single-sequence decode lays it out, and every round one pass
-whose matmuls run over all rows at once and whose attention runs per row: a
-row's numbers do not depend on its batch-mates, so every greedy row equals its
-single-sequence decode in int4 too. ``SharedTarget`` (any other model): one
+mode, ``engine.runtime.lean_step.LeanInt4Pass``): one KV cache per sequence
+(the rows of one tensor), laid out as its single-sequence decode lays it out,
+and every round one pass whose matmuls run over all rows at once and whose
+attention runs per row (neighbouring one-token rows over the same aligned
+span in one call): a row's numbers do not depend on its batch-mates, so every
+greedy row equals its single-sequence decode in int4 too. ``SharedTarget`` (any other model): one
 cache with common slot numbers, every row with a validity mask over the slots
 and its own positions (``BatchLayout``); prompts are left-padded; each round
 every row writes (root, its tree) at the same slots [S0, S0+N+1) (smaller
@@ -340,15 +341,17 @@ class SharedTarget:
 
 
 class RowTargets:
-    """The target's half of a batch as one KV cache per sequence, laid out as its single-sequence
-    decode lays it out, every round's pass shared through ``LeanInt4Pass.run_rows`` (an int4
-    target in exact mode): each row computed bit for bit as alone, so greedy rows equal their
-    single-sequence decodes exactly, whatever else is in the batch."""
+    """The target's half of a batch as one KV cache per sequence (row r of one batch tensor),
+    laid out as its single-sequence decode lays it out, every round's pass shared through
+    ``LeanInt4Pass.run_rows`` (an int4 target in exact mode): each row computed bit for bit as
+    alone, so greedy rows equal their single-sequence decodes exactly, whatever else is in the
+    batch."""
 
     def __init__(self, model: Transformer, rows: Sequence[_Row], max_nodes: int) -> None:
         self.model = model
         room = tree_room(max_nodes, model.lane_stride)
-        self.caches = [model.new_cache(len(r.prompt) + r.params.max_new_tokens + room) for r in rows]
+        self.batch = model.new_cache(max(len(r.prompt) + r.params.max_new_tokens for r in rows) + room, batch=len(rows))
+        self.caches = self.batch.rows()          # row r's cache is batch row r (``keep`` re-packs)
         self.slots: list[torch.Tensor] = []
 
     @staticmethod
@@ -371,7 +374,7 @@ class RowTargets:
             tokens, positions, mask, slots = verify_inputs(cache, row.root, tree, lane)
             parts.append(RowPass(tokens[0], cache, positions, mask, slots if lane else None))
             self.slots.append(slots)
-        outs = self.model.lean.run_rows(parts, taps=True)
+        outs = self.model.lean.run_rows(parts, taps=True, batch=self.batch)
         return trees, [logits for logits, _ in outs], [taps for _, taps in outs]
 
     def commit(self, rows: Sequence[_Row], results) -> None:
@@ -379,7 +382,12 @@ class RowTargets:
             cache.compact(slots[result.kept_rows])
 
     def keep(self, live: Sequence[int]) -> None:
-        self.caches = [self.caches[r] for r in live]
+        index = torch.tensor(list(live), dtype=torch.long, device=self.batch.k.device)
+        lengths = [self.caches[r].length for r in live]
+        self.batch.k, self.batch.v = self.batch.k[:, index], self.batch.v[:, index]
+        self.caches = self.batch.rows()
+        for cache, length in zip(self.caches, lengths):
+            cache.length = length
 
 
 # ---- the loop ---------------------------------------------------------------------------------------

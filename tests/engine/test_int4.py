@@ -209,6 +209,18 @@ def test_a_batch_in_int4_decodes_each_row_as_alone(one_thread, budget):
         assert tokens == list(decode_autoregressive(model, prompt, p, StopChecker((), p.max_new_tokens)))
 
 
+def test_one_token_rows_over_the_same_span_share_an_attention_call():
+    from engine.runtime.kv_cache import KVCache
+    from engine.runtime.lean_step import _groups
+
+    layouts = [(None, None, torch.ones(t, span, dtype=torch.bool)) for t, span in
+               [(1, 64), (1, 64), (1, 128), (3, 128), (1, 128), (1, 128), (1, 64)]]
+    counts = [1, 1, 1, 3, 1, 1, 1]
+    batch = KVCache(1, 7, 1, 4, 8, torch.float32)
+    assert [list(g) for g in _groups(layouts, counts, batch)] == [[0, 1], [2], [3], [4, 5], [6]]
+    assert [list(g) for g in _groups(layouts, counts, None)] == [[j] for j in range(7)]
+
+
 def test_greedy_speculative_decoding_in_int4_equals_plain_decoding(one_thread):
     from engine.decode.autoregressive import decode_autoregressive
     from engine.decode.sampling import SamplingParams
