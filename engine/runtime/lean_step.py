@@ -15,8 +15,9 @@ the module path's operations (kernels called on the packed weights, row-by-row
 attention over an aligned span, taps too), bit for bit (tested), so speculation
 stays lossless. ``run_rows`` does the same for several sequences in one pass,
 each in its own cache (``engine.speculative.batch.RowTargets``): the matmuls
-over all their tokens at once, attention per sequence. ``Transformer.lean`` holds either; ``handles`` says which
-passes it takes, the rest go through the modules.
+over all their tokens at once, attention per sequence. ``Transformer.lean``
+holds either; ``handles`` says which passes it takes, the rest go through the
+modules.
 Not here: Qwen3's q/k norms (such models keep the module path; ``supports``).
 """
 
@@ -174,6 +175,7 @@ class LeanInt4Pass:
         h, hkv, d = self.heads, self.kv_heads, self.head_dim
         x = self.embeddings[torch.cat([part.tokens for part in parts])]                  # [N, hidden] bf16
         n = x.shape[0]
+        groups = _groups(layouts, counts, batch)
         tapped = []
         for i, (input_norm, qkv_proj, o_proj, post_norm, gate_up_proj, down_proj) in enumerate(self.layers):
             if taps:
@@ -186,8 +188,8 @@ class LeanInt4Pass:
                 part.cache.k[i, 0, :, where] = qk[lo:hi, h:].transpose(0, 1)
                 part.cache.v[i, 0, :, where] = values[lo:hi].transpose(0, 1)
             queries = qk[:, :h].reshape(n, hkv, h // hkv, d)
-            attended = torch.cat([_attend_group(i, parts, layouts, bounds, queries, group, batch)
-                                  for group in _groups(layouts, counts, batch)]).reshape(n, h * d)
+            attended = _cat([_attend_group(i, parts, layouts, bounds, queries, group, batch)
+                             for group in groups]).reshape(n, h * d)
             x = x + _with_bias(_kernel_rows(o_proj, attended), o_proj.bias)
             gate_up = _with_bias(_kernel_rows(gate_up_proj, self._norm(x, post_norm)), gate_up_proj.bias)
             x = x + _with_bias(_kernel_rows(down_proj, F.silu(gate_up[:, : self.intermediate])
@@ -195,7 +197,7 @@ class LeanInt4Pass:
         features = torch.cat(tapped, dim=-1) if taps else None
         hidden = [x[lo:hi] if logits_at is None else x[lo:hi][logits_at] for lo, hi in zip(bounds, bounds[1:])]
         sizes = [len(rows) for rows in hidden]
-        logits = _with_bias(_kernel_rows(self.head, self._norm(torch.cat(hidden), self.final_norm)), self.head.bias) \
+        logits = _with_bias(_kernel_rows(self.head, self._norm(_cat(hidden), self.final_norm)), self.head.bias) \
             if sum(sizes) else None          # one pass for every part: the head is the largest matrix
         out = []
         for j, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
@@ -226,6 +228,11 @@ def _layout(part: RowPass) -> tuple[slice | torch.Tensor, torch.Tensor, torch.Te
     where = slice(start, end) if part.slots is None else part.slots
     positions = torch.arange(start, start + t, device=device) if part.positions is None else part.positions
     return where, positions, aligned_mask(part.mask, start, t, device)
+
+
+def _cat(pieces: list[torch.Tensor]) -> torch.Tensor:
+    """``torch.cat`` that does not copy a lone piece (a single sequence's pass)."""
+    return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
 
 
 def _groups(layouts, counts: list[int], batch: KVCache | None) -> list[range]:

@@ -6,15 +6,16 @@ mode, ``engine.runtime.lean_step.LeanInt4Pass``): one KV cache per sequence
 and every round one pass whose matmuls run over all rows at once and whose
 attention runs per row (neighbouring one-token rows over the same aligned
 span in one call): a row's numbers do not depend on its batch-mates, so every
-greedy row equals its single-sequence decode in int4 too. ``SharedTarget`` (any other model): one
-cache with common slot numbers, every row with a validity mask over the slots
-and its own positions (``BatchLayout``); prompts are left-padded; each round
-every row writes (root, its tree) at the same slots [S0, S0+N+1) (smaller
-trees padded with dummy tokens that see only themselves), keeps its root +
-accepted path at [S0, S0+m) and the common length grows by the largest m;
-holes left by shorter rows are masked and re-packed when the cache would
-overflow. Its rows equal their single-sequence decodes exactly in fp32; in
-bf16 the padding and the fused kernels can flip a near-tie.
+greedy row equals its single-sequence decode in int4 too. ``SharedTarget``
+(any other model): one cache with common slot numbers, every row with a
+validity mask over the slots and its own positions (``BatchLayout``); prompts
+are left-padded; each round every row writes (root, its tree) at the same
+slots [S0, S0+N+1) (smaller trees padded with dummy tokens that see only
+themselves), keeps its root + accepted path at [S0, S0+m) and the common
+length grows by the largest m; holes left by shorter rows are masked and
+re-packed when the cache would overflow. Its rows equal their single-sequence
+decodes exactly in fp32; in bf16 the padding and the fused kernels can flip a
+near-tie.
 
 The drafter always uses a ``BatchLayout`` (its numbers shape drafts, never the
 output). A plain round (budget 0) leaves the drafter alone: the tokens it
@@ -295,10 +296,9 @@ class SharedTarget:
     decodes exactly in fp32 only."""
 
     def __init__(self, model: Transformer, rows: Sequence[_Row], max_nodes: int) -> None:
-        self.model, self.max_nodes = model, max_nodes
-        self.width = max(len(r.prompt) for r in rows)
-        budget = max(r.params.max_new_tokens for r in rows)
-        self.layout = BatchLayout(model.new_cache(self.width + budget + max_nodes + 2, batch=len(rows)), len(rows))
+        self.model = model
+        width, budget = max(len(r.prompt) for r in rows), max(r.params.max_new_tokens for r in rows)
+        self.layout = BatchLayout(model.new_cache(width + budget + max_nodes + 2, batch=len(rows)), len(rows))
 
     @property
     def length(self) -> int:
