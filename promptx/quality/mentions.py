@@ -33,6 +33,10 @@ _VAGUE_COUNTS = frozenset("several many some few numerous multiple countless var
 _RELATIVES = frozenset("that which who".split())
 # verbs whose spelling is also a plural noun ("does" -> doe)
 _AUXILIARIES = frozenset("does".split())
+# words after a verb in -s that its subject does something with: "the train snakes across",
+# "the dog wolfs down its food"
+_AFTER_VERB = frozenset("""across through along past around over under down up into onto toward towards
+    out away off at its his her their""".split())
 # a group word before "of" makes its members many: "a pod of dolphins", "schools of fish"
 GROUP_WORDS = frozenset("""pod school shoal flock herd swarm pack troop colony gaggle group crowd
     bunch band horde throng cluster litter brood""".split())
@@ -70,6 +74,8 @@ def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
             continue                   # "storm clouds gathering": a verb, not "a gathering"
         if i and ws[i - 1].text in _RELATIVES and w.text.endswith("s") and lex.verb_lemma(w.text):
             continue                   # "motion that suits the scene": a verb
+        if _verb_after_subject(ws, i, lex):
+            continue                   # "the train snakes across the bridge": a verb
         if i + 1 < len(ws) and ws[i + 1].text == "of" and (
                 lemma in GROUP_COUNTS or lemma in GROUP_WORDS or lemma in _PARTITIVES
                 or lex.lexname(lemma) == "noun.group"):
@@ -83,6 +89,18 @@ def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
                            depicted_at(ws, i, lex), w.quoted, vague,
                            frozenset(materials), many))
     return out
+
+
+def _verb_after_subject(ws: list[Word], i: int, lex: Lexicon) -> bool:
+    """A word in -s that is a verb here: right after a singular noun or "it" in its phrase and
+    before a word that follows a verb ("the train snakes across", "the dog wolfs down")."""
+    w = ws[i]
+    if not (0 < i < len(ws) - 1 and w.text.endswith("s") and lex.verb_lemma(w.text)):
+        return False
+    prev, nxt = ws[i - 1], ws[i + 1]
+    if prev.phrase != w.phrase or nxt.phrase != w.phrase or nxt.text not in _AFTER_VERB:
+        return False
+    return prev.text == "it" or lex.noun_lemma(prev.text) == prev.text and lex.is_noun(prev.text)
 
 
 def _group_member(ws: list[Word], i: int, lex: Lexicon) -> bool:

@@ -457,6 +457,15 @@ def test_only_actions_said_as_actions_are_judged_and_shown_motions_keep_them():
     assert [f.words for f in found if f.code == "lost_action"] == [["run"]]
 
 
+def test_a_noun_form_used_as_a_verb_adds_no_animal():
+    cases = [("a night train crossing a snowy bridge", "A long passenger train snakes across a stone bridge."),
+             ("a river in a valley", "A wide river snakes through a green valley under a pale sky."),
+             ("a dog eating", "A hungry dog wolfs down its food in a sunny kitchen.")]
+    for prompt, text in cases:
+        assert not assess(prompt, text).kinds() & {"added_subject"}, text
+    assert "added_subject" in assess("a garden", "A quiet garden; a snake slides across the path.").kinds()
+
+
 def test_a_dark_prompt_colour_is_kept_by_any_dark_hue():
     profile = default_registry().get("video")
     prompt = "a jellyfish drifting in dark water"
