@@ -334,7 +334,8 @@ class SharedTarget:
 
     def commit(self, rows: Sequence[_Row], results) -> None:
         """Keep each row's root and accepted path (``result.kept_rows``) after the prefix."""
-        self.layout.commit_rows(self._start, [result.kept_rows for result in results], [row.length for row in rows])
+        self.layout.commit_rows(self._start, [result.kept_rows for result in results],
+                                [row.length for row in rows])
 
     def keep(self, live: Sequence[int]) -> None:
         self.layout.keep(live)
@@ -350,7 +351,8 @@ class RowTargets:
     def __init__(self, model: Transformer, rows: Sequence[_Row], max_nodes: int) -> None:
         self.model = model
         room = tree_room(max_nodes, model.lane_stride)
-        self.batch = model.new_cache(max(len(r.prompt) + r.params.max_new_tokens for r in rows) + room, batch=len(rows))
+        longest = max(len(r.prompt) + r.params.max_new_tokens for r in rows)
+        self.batch = model.new_cache(longest + room, batch=len(rows))
         self.caches = self.batch.rows()          # row r's cache is batch row r (``keep`` re-packs)
         self.slots: list[torch.Tensor] = []
 

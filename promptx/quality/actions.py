@@ -7,9 +7,10 @@ march, dance, jump, climb, swim, fly), each kept by its own verb in any form
 ("ran", "dancer", "dances") or a near synonym ("sprints", "lopes"). Actions
 a good text shows by their motions are not judged ("sleeping": "lies curled,
 its side rising and falling"; "eating an ant": "snaps the ant up"), nor
-verbs outside the table ("playing the harp" is "plucking the strings"). The prompt asks for an action when the verb is said as one: after
-"is"/"are", as a verb in -s or -ed, or in -ing not before a noun ("a dog
-running", not "running water" or "a dancing couple").
+verbs outside the table ("playing the harp" is "plucking the strings"). The
+prompt asks for an action when the verb is said as one: after "is"/"are", as
+a verb in -s or -ed, or in -ing not before a noun ("a dog running", not
+"running water" or "a dancing couple").
 Not here: camera moves (``camera``), subjects and their attributes (``assess``).
 """
 
@@ -33,15 +34,19 @@ _KEPT_BY = {verb: frozenset(words.split()) for verb, words in {
     "swim": "paddle dive glide float",
     "fly": "soar glide flutter hover flap wing float drift airborne sweep swoop wheel",
 }.items()}
+# before a bare verb: "begins to dance", "will run"
+_AUXILIARY = re.compile(r"\b(?:to|will|can|could|would|may|might)\s+$")
+# before a verb in -ing that is the action itself: "is running", "starts walking"
+_PROGRESSIVE = re.compile(r"\b(?:is|are|was|were|be|been|starts|begins|keeps)\s+$")
 _MODIFIED = re.compile(r"^\s+(?:a|an|the|his|her|their|its|and|in|on|at|through|along|across|around|over|"
                        r"down|up|into|toward|towards|with|to|from|by|past|behind|away|off|out|back|,|\.|$)")
 
 
 def action_findings(prompt: str, text: str, lex: Lexicon) -> list[Finding]:
     """``lost_action``: an action of the table the prompt asks for that the output never says."""
-    said = {w for w in re.findall(r"[a-z]+", text.lower())}
+    said = set(re.findall(r"[a-z]+", text.lower()))
     lemmas = {lex.verb_lemma(w) or w for w in said}
-    lost = [verb for verb in _asked(prompt, lex)
+    lost = [verb for verb in _asked(prompt.lower(), lex)
             if not (lemmas & (_KEPT_BY[verb] | {verb}) or any(w.startswith(_stem(verb)) for w in said))]
     if not lost:
         return []
@@ -50,27 +55,21 @@ def action_findings(prompt: str, text: str, lex: Lexicon) -> list[Finding]:
 
 
 def _asked(prompt: str, lex: Lexicon) -> list[str]:
-    """The table's actions ``prompt`` says as actions, in order."""
+    """The table's actions the (lower-case) ``prompt`` says as actions, in order."""
     out: list[str] = []
-    for hit in re.finditer(r"\b([a-z]+)\b", prompt.lower()):
-        word = hit.group(1)
+    for hit in re.finditer(r"\b([a-z]+)\b", prompt):
+        word, before, after = hit.group(1), prompt[: hit.start()], prompt[hit.end():]
         verb = lex.verb_lemma(word)
-        if verb not in _KEPT_BY or verb in out or word == verb and not _after_auxiliary(prompt, hit.start()):
+        if verb not in _KEPT_BY or verb in out or word == verb and not _AUXILIARY.search(before):
             continue
-        if verb == "run" and re.match(r"\s+out\b", prompt[hit.end():].lower()):
+        if verb == "run" and re.match(r"\s+out\b", after):
             continue                     # "the hourglass runs out"
-        if verb == "fly" and re.match(r"\s+(?:a|an|the|his|her|their|its)\b", prompt[hit.end():].lower()):
+        if verb == "fly" and re.match(r"\s+(?:a|an|the|his|her|their|its)\b", after):
             continue                     # "flying a kite": the kite flies, said of it
-        if word.endswith("ing") and not _MODIFIED.match(prompt[hit.end():].lower()) \
-                and not re.search(r"\b(?:is|are|was|were|be|been|starts|begins|keeps)\s+$", prompt[:hit.start()].lower()):
+        if word.endswith("ing") and not _MODIFIED.match(after) and not _PROGRESSIVE.search(before):
             continue                     # "running water", "a dancing couple": a modifier
         out.append(verb)
     return out
-
-
-def _after_auxiliary(prompt: str, start: int) -> bool:
-    """A bare verb after "to", "will", "can", "starts to" ("begins to dance")."""
-    return bool(re.search(r"\b(?:to|will|can|could|would|may|might)\s+$", prompt[:start].lower()))
 
 
 def _stem(verb: str) -> str:

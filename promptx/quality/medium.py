@@ -40,7 +40,7 @@ _PHOTO_PROMPT = re.compile(r"\b(?:photo|photos|photograph|photographs|photograph
                            r"photoreal|dslr|polaroid|snapshot)\b", re.I)
 # a photo word in the output
 _PHOTO = re.compile(r"\b(?:" + "|".join(sorted(PHOTO_WORDS, key=len, reverse=True)) + r")\b", re.I)
-# words before a medium word that make it a thing in the picture ("a framed photo", "her sketches")
+# words before a photo word that make it a thing in the picture ("a framed photo", "her photos")
 _THING = frozenset("""a an the this that these those his her their its my our your some several framed old
     family faded hanging""".split())
 # words before a prompt's medium word that make it a thing in the picture ("a box with a drawing")
@@ -75,8 +75,8 @@ def _photo_claim(text: str) -> str | None:
         before = text[: hit.start()]
         previous = re.findall(r"[\w'-]+", before[-40:].lower())
         titled = bool(re.search(r"(?:^|[.!?;:\n])\s*\w+\s+$", before)) and \
-            re.match(r"\s+of\b", text[hit.end():]) is not None           # "A photo of a fox", "The painting of"
+            re.match(r"\s+of\b", text[hit.end():]) is not None           # "A photo of a fox"
         if previous and previous[-1] in _THING and not titled:
-            continue                     # "a framed photo on the wall", "A painting hangs", "her sketches"
+            continue                     # "a framed photo on the wall", "A photo hangs", "her photos"
         return hit.group(0)
     return None
