@@ -3,8 +3,9 @@
 A video prompt is often its action ("A woman is dancing", "a horse is
 running, then it starts walking"); a small model keeps the subject and swaps
 the action for a stroll or a pose. The table holds ways of moving (run, walk,
-march, dance, jump, climb, swim, fly), each kept by its own verb in any form
-("ran", "dancer", "dances") or a near synonym ("sprints", "lopes"). Actions
+march, dance, jump, climb, swim, fly) and activities (sweep, wash, cook, paint,
+stretch, ...), each kept by its own verb in any form ("ran", "dancer", "dances")
+or a near synonym ("sprints", "lopes", "scrubs"). Actions
 a good text shows by their motions are not judged ("sleeping": "lies curled,
 its side rising and falling"; "eating an ant": "snaps the ant up"), nor
 verbs outside the table ("playing the harp" is "plucking the strings"). The
@@ -33,6 +34,32 @@ _KEPT_BY = {verb: frozenset(words.split()) for verb, words in {
     "climb": "scale clamber ascend scramble",
     "swim": "paddle dive glide float",
     "fly": "soar glide flutter hover flap wing float drift airborne sweep swoop wheel",
+    # activities that good texts name by their verb too (none of the tuning pairs asking for one
+    # leaves it out; "eat", "read", "write", "ride", "play" often shown otherwise: not judged)
+    "sweep": "broom brush",
+    "wash": "scrub rinse lather soap clean",
+    "cook": "fry saute stir simmer grill bake roast boil",
+    "chop": "cut slice dice",
+    "cut": "slice chop trim carve snip saw",
+    "stir": "mix whisk swirl blend",
+    "paint": "brush stroke",
+    "draw": "sketch pencil trace",
+    "knit": "needle yarn",
+    "stretch": "extend arch reach",
+    "lift": "raise hoist hold heave",
+    "carry": "hold hoist haul tote",
+    "kick": "punt strike",
+    "roll": "tumble spin turn rotate",
+    "spin": "twirl rotate whirl turn pirouette",
+    "clap": "applaud",
+    "laugh": "giggle chuckle grin",
+    "dig": "shovel excavate scoop burrow",
+    "fold": "crease",
+    "kneel": "knee",
+    "slide": "glide skid slip",
+    "surf": "wave board",
+    "skate": "glide",
+    "skateboard": "skate board",
 }.items()}
 # before a bare verb: "begins to dance", "will run"
 _AUXILIARY = re.compile(r"\b(?:to|will|can|could|would|may|might)\s+$")

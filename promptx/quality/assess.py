@@ -8,8 +8,11 @@ Findings, by kind:
 - added_subject: a person, animal, vehicle or creature the prompt neither
   names nor licenses (``licensing``);
 - contradiction: a kept subject's colour, material or count changed, in the
-  prompt or in the caption of its image; a left/right relation swapped; a
-  painting or sketch called a photograph (``medium``);
+  prompt or in the caption of its image; one thing made several
+  (``plurality``); its shape, size, texture, age or state said the other way
+  (``opposites``); an animal made another or a child an adult (``kinds``); a
+  left/right relation swapped; a painting or sketch called a photograph
+  (``medium``); another time of day (``daytime``);
 - form: see ``form``.
 Colours, counts and materials live in ``attributes``, spatial relations in
 ``relations``, Chinese text in ``cjk``; this module keeps subjects and judges
@@ -32,6 +35,8 @@ from .assessment import Assessment, Finding
 from .attributes import attribute_findings, caption_contradictions
 from .camera import camera_findings
 from .cjk import cjk_added_subjects
+from .daytime import daytime_findings
+from .kinds import kind_findings
 from .form import FIRST_PERSON, SECOND_PERSON, form_findings
 from .lexicon import Lexicon, lexicon
 from .licensing import PERSON_PRONOUNS, Licence
@@ -39,6 +44,8 @@ from .matching import matches
 from .medium import medium_findings
 from .mentions import PICTURE_WORDS, Mention, mentions
 from .numbers import number_findings
+from .opposites import opposite_findings
+from .plurality import plurality_findings
 from .presence import depicted_at
 from .relations import relation_findings
 from .words import words
@@ -84,6 +91,7 @@ def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context:
     edit = profile is not None and profile.task == "i2i"
     if not edit:                   # an edit names the input's medium: "turn the photo into ..."
         findings += medium_findings(prompt, text)
+    findings += daytime_findings(prompt, text, context)
     if text.strip() and _comparable(context if captioned else prompt, text):
         kept, lexical = _lexical_findings(prompt, text, context, lex, captioned=captioned, edit=edit,
                                           unseen_image=unseen_image)
@@ -109,6 +117,9 @@ def _lexical_findings(prompt: str, text: str, context: str | None, lex: Lexicon,
     kept, findings = _kept_subjects(source, output, src_words, out_words, lex, first_only=captioned)
     if not captioned:
         attributes = attribute_findings(source, output, src_words, out_words, lex)
+        attributes += plurality_findings(source, output, src_words, out_words, lex)
+        attributes += opposite_findings(source, output, src_words, out_words)
+        attributes += kind_findings(prompt, text, source, out_words, lex)
         if edit:                        # an edit names the old colour and count too
             attributes = [f for f in attributes if f.kind != "contradiction"]
         findings += attributes + relation_findings(prompt, text, source, out_words, lex)

@@ -15,7 +15,7 @@ import re
 from .assessment import Finding
 from .lexicon import Lexicon
 from .matching import matches, unique
-from .materials import same_material
+from .materials import is_material, same_material
 from .mentions import Mention, mentions
 from .words import Word, color_of, describes, shades_next, words
 
@@ -42,8 +42,10 @@ def attribute_findings(source, output, src_words, out_words, lex) -> list[Findin
         same = [o for o in output if o.lemma == m.lemma or matches(m.lemma, o.lemma, lex)]
         if m.colors:
             findings += _color_findings(m, source, output, same, src_words, out_words, hues, shades, lex)
-        findings += _material_findings(m, same, out_words,
-                                       frozenset().union(*(s.materials for s in source if s.lemma == m.lemma)))
+        given = frozenset().union(*(s.materials for s in source if s.lemma == m.lemma))
+        findings += _material_findings(m, same, out_words, given)
+        if given and sum(s.lemma == m.lemma for s in source) == 1:   # "the leather jacket is a wool jacket"
+            findings += _restated_material(m, given, output, out_words, lex)
         if m.count is not None:          # "a zebra and a giraffe ... two animals" counts both
             counts = {o.count for o in same if o.count is not None and not lex.more_general(o.lemma, m.lemma)}
             if counts and m.count not in counts and not (m.count == 1 and counts <= {1}):
@@ -67,8 +69,8 @@ def _color_findings(m: Mention, source, output, same, src_words, out_words, hues
     # the same noun said again in a plain colour word: "silver hair ... her dark hair"
     restated = [_plain_colors(out_words, o.position, lex) for o in output
                 if o.lemma == m.lemma and not o.modifier and not _before_noun(out_words, o.position, lex)]
-    restated += [_predicated_colors(out_words, o.position, lex) for o in output
-                 if o.lemma == m.lemma and not o.modifier]      # "the backpack is white"
+    restated += [_predicated_colors(out_words, o.position, lex) | _covering_colors(out_words, o.position, lex)
+                 for o in output if o.lemma == m.lemma and not o.modifier]  # "is white", "has yellow skin"
     plain_given = set().union(*(_plain_colors(src_words, s.position, lex) for s in source if s.lemma == m.lemma))
     one = sum(s.lemma == m.lemma for s in source) == 1       # "a brown bin with a green bin": which?
     clashing = [c for c in restated if c and one and plain_given and not _same_family(given, c)]
@@ -100,6 +102,39 @@ def _material_findings(m: Mention, same: list[Mention], out_words: list[Word],
                     detail=f'the output lost the material of "{m.lemma}" ({", ".join(sorted(given))})')]
 
 
+def _restated_material(m: Mention, given: frozenset[str], output: list[Mention], out_words,
+                       lex: Lexicon) -> list[Finding]:
+    """The prompt's one "leather jacket" said to be of another material where the output says
+    what it is ("the leather jacket is a dark grey wool jacket", "its collar is made of soft
+    cotton"), even when the prompt's material is said elsewhere (an opening echo of the prompt)."""
+    for o in output:
+        if o.lemma == m.lemma and not o.modifier:
+            said = _predicated_materials(out_words, o.position, lex)
+            if said and not any(same_material(g, w) for g in given for w in said):
+                return [_contradiction("material", m, sorted(said))]
+    return []
+
+
+def _predicated_materials(ws, position: int, lex: Lexicon) -> set[str]:
+    """Material words after "is"/"are" (and "made of") in the noun's phrase: "is a small ceramic
+    cup", "is made of soft cotton"."""
+    if position + 1 >= len(ws) or ws[position + 1].text not in ("is", "are") \
+            or ws[position + 1].phrase != ws[position].phrase:
+        return set()
+    out = set()
+    for w in ws[position + 2: position + 8]:
+        if w.phrase != ws[position].phrase or out:      # the first material word is the one said
+            break
+        if is_material(w.text):
+            out.add(w.text)
+        elif w.text not in _MADE_OF and not describes(w.text, lex) and w.text not in _PLAIN_COLORS:
+            break                                        # "is near a stone wall": the wall's
+    return out
+
+
+_MADE_OF = frozenset("made of from a an entirely mostly all".split())
+
+
 def caption_contradictions(context: str, source: list[Mention], text: str, lex: Lexicon, *,
                             edit: bool) -> list[Finding]:
     """The image's caption says "a red convertible", "three balloons", "a marble statue"; the
@@ -109,14 +144,15 @@ def caption_contradictions(context: str, source: list[Mention], text: str, lex: 
     named = {m.lemma for m in source} if edit else set()
     sentences = [sent for sent in re.split(r"(?<=[.!?;])\s+", text)
                  if not edit or _KEEPING.search(sent)]
-    out_words = [w for sent in sentences for w in words(sent)]
-    output = [o for sent in sentences for o in mentions(words(sent), lex)]
+    out_words = words(" ".join(sentences))
+    output = mentions(out_words, lex)
     found = []
     for c in mentions(words(context), lex):
         if c.lemma in named or any(matches(n, c.lemma, lex) for n in named):
             continue
         same = [o for o in output if o.lemma == c.lemma or lex.licenses(c.lemma, o.lemma)]
         colors = [o.colors for o in same if o.colors]
+        colors += [said for o in same if (said := _predicated_colors(out_words, o.position, lex))]
         if c.colors and colors and not any(_same_family(set(c.colors), set(o)) for o in colors):
             found.append(_contradiction("color", c, sorted(set().union(*colors))))
         counts = {o.count for o in same if o.count is not None}
@@ -155,9 +191,9 @@ _PREDICATE_FILLERS = frozenset("a an all mostly entirely mainly painted coloured
 
 def _predicated_colors(ws, position: int, lex: Lexicon) -> set[str]:
     """Colour families the text predicates of the noun at ``position``: "the backpack is white",
-    "the tire is painted in red and white", "the train is a sleek black wagon" (plain colour
-    words after "is"/"are" in its phrase, before any other noun)."""
-    if position + 1 >= len(ws) or ws[position + 1].text not in ("is", "are") \
+    "the tire is painted in red and white", "the train is a sleek black wagon", "the sky in a
+    deep blue" (plain colour words after "is"/"are"/"in" in its phrase, before any other noun)."""
+    if position + 1 >= len(ws) or ws[position + 1].text not in ("is", "are", "in") \
             or ws[position + 1].phrase != ws[position].phrase:
         return set()
     out: set[str] = set()
@@ -170,8 +206,34 @@ def _predicated_colors(ws, position: int, lex: Lexicon) -> set[str]:
         elif w.text == "and" and out or w.text in _PREDICATE_FILLERS or (not out and describes(w.text, lex)):
             continue
         else:
-            break
+            # "the sky in deep blue" is the sky's colour; "the cat in red boots" is the boots'
+            return set() if ws[position + 1].text == "in" and lex.noun_lemma(w.text) else out - {None}
     return out - {None}
+
+
+# what covers a thing and so gives it its colour: "the banana has pale yellow skin"
+_COVERINGS = frozenset("""skin fur coat peel shell feathers plumage paint paintwork finish body hide scales
+    bark rind""".split())
+
+
+def _covering_colors(ws, position: int, lex: Lexicon) -> set[str]:
+    """Colour families of the noun's covering: "the banana has pale yellow skin", "the car,
+    with glossy red paintwork" (plain colour words between "has"/"with" and a covering word)."""
+    nxt = position + 1
+    if nxt >= len(ws) or ws[nxt].text not in ("has", "have", "with") or ws[nxt].phrase != ws[position].phrase:
+        return set()
+    out: set[str] = set()
+    for i in range(nxt + 1, min(len(ws), nxt + 6)):
+        w = ws[i]
+        if w.phrase != ws[position].phrase:
+            return set()
+        if w.text in _COVERINGS:
+            return out - {None}
+        if w.text in _PLAIN_COLORS and not shades_next(ws, i, lex):
+            out.add(color_of(w.text, lex))
+        elif not (w.text in ("a", "an", "and") or describes(w.text, lex)):
+            return set()
+    return set()
 
 
 def _before_noun(ws, position: int, lex: Lexicon) -> bool:

@@ -1,10 +1,13 @@
 """Camera moves the prompt asks for: kept, and not turned around ("zooms in" -> "zooms out").
 
 A video prompt often ends with one move ("camera pans left", "zoom in",
-"camera static": every VBench-I2V image comes with each of them). The output
+"camera static", "the camera orbits around": every VBench-I2V image comes with
+each of them; a timelapse or slow motion). The output
 keeps it when it names the same move (a synonym counts: "pushes in" for a
 zoom in), loses it when it names no move of that kind, and contradicts it
-when it names the opposite direction or, for a static camera, any move.
+when it names the opposite direction or, for a static camera, any move (a
+timelapse written as slow motion, or the other way round, is a ``speed``
+contradiction).
 Not here: subjects, colours and counts (``attributes``), the rest of the form.
 """
 
@@ -43,6 +46,11 @@ _ANY_MOVE = re.compile(rf"\b(?:{_PAN}|{_TILT}|{_ZOOM}|{_DOLLY}|orbit(?:s|ing)?|c
                        r"sweeps|rises|descends|travels|drifts|lifts|lowers|climbs|rotates|spins|swings|"
                        r"flies|soars|cranes|swoops)\b", re.I)
 _COMPILED = {name: re.compile(rx, re.I) for name, (rx, _) in _MOVES.items()}
+# a move without an opposite: asked for by the camera, kept by any word of circling
+_ORBIT_ASKED = re.compile(r"\bcamera (?:\w+ ){0,2}(?:orbits?|orbiting|circles?|circling|revolves?|arcs?)\b|"
+                          r"\borbit(?:s|ing)? (?:around|shot)\b", re.I)
+_ORBIT_KEPT = re.compile(r"\b(?:orbit\w*|circl\w+|revolv\w+|arcs? around|arcing around|wraps? around|"
+                         r"rotat\w+ around|sweeps? around|moves? around|travels? around|360)", re.I)
 
 
 # the camera travels, said within a clause after the word ("starts at a still frame and slowly
@@ -54,9 +62,17 @@ _TRAVELS = re.compile(r"\bcamera\b[^,;.]{0,60}?\b(?:moves?|moving|glides?|glidin
                       r"across|past|through|after|the|it|them)\b", re.I)
 
 
+# ... or after a comma in the camera's sentence, with no other subject between ("the camera holds
+# still at ground level, then slowly moves toward the cliff"; not ", the fog slowly moves across")
+_TRAVELS_ON = re.compile(r"\bcamera\b[^.;]{0,80}?,\s+(?:then\s+|and\s+)?(?:\w+ly\s+)?"
+                         r"(?:moves?|moving|glides?|gliding|travels?|traveling|travelling|drifts?|drifting)\s+"
+                         r"(?:\w+ly\s+)?(?:forward|forwards|backward|backwards|closer|in|out|away|toward|towards|"
+                         r"along|around|across|past|through|after)\b", re.I)
+
+
 def _camera_travels(text: str) -> str | None:
     """The words that say the camera travels, if some do."""
-    moved = _TRAVELS.search(text)
+    moved = _TRAVELS.search(text) or _TRAVELS_ON.search(text)
     return moved.group(0) if moved else None
 
 
@@ -77,6 +93,10 @@ def camera_findings(prompt: str, text: str) -> list[Finding]:
         elif not _COMPILED[name].search(text):
             findings.append(Finding(kind="lost", code="lost_camera", words=[name],
                                     detail=f'the output lost the camera move "{name}"'))
+    findings += _speed_findings(prompt, text)
+    if _ORBIT_ASKED.search(prompt) and not _ORBIT_KEPT.search(text):
+        findings.append(Finding(kind="lost", code="lost_camera", words=["orbit"],
+                                detail='the output lost the camera move "orbit"'))
     if asks_static_camera(prompt):
         found = _ANY_MOVE.search(text)
         moved = found.group(0) if found else _camera_travels(text)
@@ -84,3 +104,18 @@ def camera_findings(prompt: str, text: str) -> list[Finding]:
             findings.append(Finding(kind="contradiction", code="camera", words=["static"],
                                     detail=f'the prompt keeps the camera static; the output moves it ("{moved}")'))
     return findings
+
+
+_TIMELAPSE = re.compile(r"\btime[- ]?lapse\b", re.I)
+_SLOW_MOTION = re.compile(r"\bslow[- ]motion\b|\bslow-mo\b", re.I)
+
+
+def _speed_findings(prompt: str, text: str) -> list[Finding]:
+    """A timelapse asked for and written as slow motion, or the other way round."""
+    speeds = (("timelapse", _TIMELAPSE, "slow motion", _SLOW_MOTION), ("slow motion", _SLOW_MOTION, "timelapse",
+                                                                          _TIMELAPSE))
+    for name, asked, other_name, other in speeds:
+        if asked.search(prompt) and not other.search(prompt) and other.search(text) and not asked.search(text):
+            return [Finding(kind="contradiction", code="speed", words=[name],
+                            detail=f"the prompt asks for {name}; the output says {other_name}")]
+    return []

@@ -4,8 +4,9 @@
 of its image), which salient entities are not licensed (the same
 ``Licence`` the assessment uses), whether second-person pronouns and
 opening quotation marks are off limits (they are unless the input has
-them), whether camera moves are ("camera static" prompts) and whether photo
-words are (a painting or a sketch asked for: ``medium``).
+them), whether camera moves are ("camera static" prompts), whether photo
+words are (a painting or a sketch asked for: ``medium``) and which times of
+day are (those the prompt's own rules out: ``daytime``).
 ``VocabularyIndex`` maps that onto one tokenizer's vocabulary: it is
 built once per tokenizer from the token texts, and ``banned_ids`` is a set
 lookup per indexed word, with no string work per generated token. The engine
@@ -22,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from .camera import MOVE_WORDS, asks_static_camera
+from .daytime import asked_time, clashing_words
 from .lexicon import Lexicon, lexicon
 from .licensing import PERSON_PRONOUNS, Licence
 from .medium import PHOTO_WORDS, asks_drawn_medium
@@ -43,6 +45,7 @@ class DecodingConstraint:
     quotes: bool                  # forbid opening quotation marks
     camera_still: bool = False    # forbid words that move the camera ("camera static" prompts)
     drawn: bool = False           # forbid photo words (a painting, sketch or anime picture asked for)
+    other_times: frozenset[str] = frozenset()   # times of day the prompt's rules out ("night": "morning")
 
     @classmethod
     def for_prompt(cls, prompt: str, context: str | None = None, *, subjects: bool = True) -> "DecodingConstraint":
@@ -50,9 +53,11 @@ class DecodingConstraint:
         text = f"{prompt} {context or ''}"
         low = set(re.findall(r"[a-z]+", text.lower()))
         licence = Licence.of(prompt, context, lex) if subjects else None
+        time = asked_time(prompt)
         return cls(licence, second_person=not (low & _SECOND_PERSON),
                    quotes=not any(q in text for q in _QUOTE_MARKS), camera_still=asks_static_camera(prompt),
-                   drawn=asks_drawn_medium(prompt))
+                   drawn=asks_drawn_medium(prompt),
+                   other_times=clashing_words(time, context) if time else frozenset())
 
 
 class VocabularyIndex:
@@ -66,6 +71,7 @@ class VocabularyIndex:
         self.quotes: list[int] = []
         self.camera_moves: list[int] = []
         self.photo_words: list[int] = []
+        self.words: dict[str, list[int]] = {}                      # every plain word -> its ids
         self._banned: dict[DecodingConstraint, tuple[int, ...]] = {}
         forms = self._lex.salient_forms()
         for tid, text in enumerate(token_texts):
@@ -76,6 +82,7 @@ class VocabularyIndex:
             if not m:
                 continue
             word = m.group(1).lower()
+            self.words.setdefault(word, []).append(tid)
             if word in _SECOND_PERSON:
                 self.second_person.append(tid)
                 continue
@@ -114,4 +121,6 @@ class VocabularyIndex:
             ids += self.camera_moves
         if constraint.drawn:
             ids += self.photo_words
-        return tuple(sorted(ids))
+        for word in constraint.other_times:
+            ids += self.words.get(word, [])
+        return tuple(sorted(set(ids)))

@@ -71,6 +71,15 @@ def test_a_drawn_picture_masks_the_words_that_make_it_a_photo(vocab):
     assert not {" photo", " photograph"} & banned
 
 
+def test_a_time_of_day_masks_the_times_it_rules_out(vocab):
+    banned, _ = banned_texts(vocab, "an empty street at night")
+    assert {" morning", " sunrise", " noon"} <= banned and not {" night", " street", " evening"} & banned
+    banned, _ = banned_texts(vocab, "a harbour at dusk that turns to night, timelapse")
+    assert not {" morning", " night"} & banned
+    banned, _ = banned_texts(vocab, "make it night", context="a lake at sunrise under a pink sky")
+    assert " noon" in banned and " sunrise" not in banned     # the image's own time may be named
+
+
 PROMPTS = ["a cat on a skateboard", "a red car by the sea", "a lighthouse in a storm"]
 
 

@@ -1,0 +1,89 @@
+"""One thing or several: a subject the prompt counts only by its article, made several.
+
+"one bee" -> "the bees", "a horse reading a book" -> "the horses sit side by side",
+"the wooden rectangle" -> "two wooden rectangles":
+the output refers back to the prompt's one thing as several (a definite plural:
+"the", "both", "all"; plain plurals are often scenery: "a tree" among "trees behind").
+The other way ("knives" -> "holding a knife") is not judged: one of several is often
+shown at a time. Counts said with numbers ("three apples" -> "five apples") are
+``attributes``' findings; a noun the prompt names in both numbers ("a red
+apple among apples") is not judged. People ("a person" -> "people") are left
+to the added-subject check: passers-by in a busy place are licensed.
+Not here: whether the noun is kept at all (``assess``).
+"""
+
+from __future__ import annotations
+
+from .assessment import Finding
+from .lexicon import Lexicon
+from .matching import unique
+from .mentions import Mention
+from .words import NUMBERS, Word
+
+__all__ = ["plurality_findings"]
+
+# things whose number matters: animals, made things, food, shapes (not "a tree" among "the
+# trees behind", "a cloud" among "the clouds")
+_THINGS = frozenset({"noun.animal", "noun.artifact", "noun.food", "noun.shape"})
+_UNJUDGED = frozenset("""person people man woman child kid crowd family group wall window floor step stair
+    brick tile road street path fence column pillar building""".split())   # people; parts of a place
+# words before a plural that make it the prompt's thing said again as several ("the bees
+# hover"), unlike scenery that happens to share its name ("dark clouds", "brick walls")
+_DEFINITE = frozenset("the both these those all".split())
+_STOPS = frozenset("the and or of a an".split())
+
+
+def plurality_findings(source: list[Mention], output: list[Mention], src_words: list[Word],
+                       out_words: list[Word], lex: Lexicon) -> list[Finding]:
+    """A ``count`` contradiction for each thing the prompt names once, with "a" or "one", that
+    the output refers back to as several ("the bees", "both drones")."""
+    found = []
+    for m in source:
+        if m.lemma in _UNJUDGED or m.modifier or m.depicted or m.quoted or m.many or not _one(m, src_words) \
+                or lex.lexname(m.lemma) not in _THINGS:
+            continue
+        if sum(s.lemma == m.lemma for s in source) > 1:      # "a black drone and a blue drone"
+            continue
+        same = [o for o in output if o.lemma == m.lemma and not o.modifier and not o.depicted]
+        if not same:
+            continue
+        if any(_several(o, out_words) for o in same):
+            found.append(_changed(m))
+    return unique(found)
+
+
+def _one(m: Mention, src_words: list[Word]) -> bool:
+    """The prompt counts it as one: "a bee", "one bee", "the wooden rectangle"."""
+    return m.count == 1 or (m.count is None and _word_before(m, src_words) in ("the", "this", "that"))
+
+
+def _several(o: Mention, out_words: list[Word]) -> bool:
+    """The output refers to the thing as several: "the bees", "both drones", "all the cups", or
+    counts it ("two wooden rectangles")."""
+    return o.many and o.count != 1 and _word_before(o, out_words) in _DEFINITE or _counted(o, out_words) > 1
+
+
+def _counted(o: Mention, out_words: list[Word]) -> int:
+    """The number right before the noun over describing words ("two wooden rectangles"), not one
+    across "and the" ("the hands meet at twelve and the clock")."""
+    for j in range(o.position - 1, max(-1, o.position - 4), -1):
+        w = out_words[j]
+        if w.phrase != out_words[o.position].phrase or w.text in _STOPS:
+            return 0
+        if w.text in NUMBERS:
+            return NUMBERS[w.text]
+    return 0
+
+
+def _word_before(o: Mention, out_words: list[Word]) -> str:
+    """The word before the mention's phrase head, skipping its describing words ("the tall trees")."""
+    j = o.position - 1
+    while j >= 0 and out_words[j].phrase == out_words[o.position].phrase and j >= o.position - 3 \
+            and out_words[j].text not in _DEFINITE:
+        j -= 1
+    return out_words[j].text if j >= 0 and out_words[j].phrase == out_words[o.position].phrase else ""
+
+
+def _changed(m: Mention) -> Finding:
+    return Finding(kind="contradiction", code="count", words=[m.lemma],
+                   detail=f'the output changes the count of "{m.lemma}" (one -> several)')
