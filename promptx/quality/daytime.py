@@ -22,7 +22,7 @@ __all__ = ["asked_time", "clashing_words", "daytime_findings"]
 _TIMES = {
     "sunrise": r"sunrise|sun ?rise|dawn|daybreak|first light|early morning|morning",
     "noon": r"midday|noon|high noon",
-    "day": r"daytime|broad daylight|afternoon",
+    "day": r"daytime|daylight|sunlight|sunshine|sunlit|afternoon",
     "sunset": r"sunset|sun ?set|dusk|twilight|evening|nightfall",
     "night": r"night|nighttime|midnight|moonlit|moonlight|starlit|starry sky",
 }

@@ -1,7 +1,9 @@
-"""One thing or several: a subject the prompt counts only by its article, made several.
+"""One thing made several, or a counted thing made more.
 
 "one bee" -> "the bees", "a horse reading a book" -> "the horses sit side by side",
-"the wooden rectangle" -> "two wooden rectangles":
+"the wooden rectangle" -> "two wooden rectangles", "four teacups" -> "the five cups"
+(a number right before the noun, more than the prompt's; fewer may be a subset: "the two
+cups on the left"):
 the output refers back to the prompt's one thing as several (a definite plural:
 "the", "both", "all"; plain plurals are often scenery: "a tree" among "trees behind").
 The other way ("knives" -> "holding a knife") is not judged: one of several is often
@@ -35,20 +37,25 @@ _STOPS = frozenset("the and or of a an".split())
 
 def plurality_findings(source: list[Mention], output: list[Mention], src_words: list[Word],
                        out_words: list[Word], lex: Lexicon) -> list[Finding]:
-    """A ``count`` contradiction for each thing the prompt names once, with "a" or "one", that
-    the output refers back to as several ("the bees", "both drones")."""
+    """A ``count`` contradiction for each thing the prompt names once, as one ("a", "one", "the")
+    or with a number, that the output makes more ("the bees", "both drones"; "four teacups" ->
+    "the five cups")."""
     found = []
     for m in source:
-        if m.lemma in _UNJUDGED or m.modifier or m.depicted or m.quoted or m.many or not _one(m, src_words) \
-                or lex.lexname(m.lemma) not in _THINGS:
+        if m.modifier or m.depicted or m.quoted or m.many and m.count is None \
+                or sum(s.lemma == m.lemma for s in source) > 1:      # "a black drone and a blue drone"
             continue
-        if sum(s.lemma == m.lemma for s in source) > 1:      # "a black drone and a blue drone"
-            continue
+        if any(s.lemma != m.lemma and (lex.more_general(m.lemma, s.lemma) or s.lemma.endswith(m.lemma))
+               for s in source):
+            continue                   # "a basketball and two soccer balls": "all three balls"
         same = [o for o in output if o.lemma == m.lemma and not o.modifier and not o.depicted]
-        if not same:
-            continue
-        if any(_several(o, out_words) for o in same):
-            found.append(_changed(m))
+        if _one(m, src_words) and not m.many and m.lemma not in _UNJUDGED and lex.lexname(m.lemma) in _THINGS:
+            if any(_several(o, out_words) for o in same):
+                found.append(_changed(m, "one", "several"))
+        elif (m.count or 0) > 1 and lex.lexname(m.lemma) in _THINGS | {"noun.person"}:
+            more = max((_counted(o, out_words) for o in same), default=0)
+            if more > m.count:
+                found.append(_changed(m, str(m.count), str(more)))
     return unique(found)
 
 
@@ -84,6 +91,6 @@ def _word_before(o: Mention, out_words: list[Word]) -> str:
     return out_words[j].text if j >= 0 and out_words[j].phrase == out_words[o.position].phrase else ""
 
 
-def _changed(m: Mention) -> Finding:
+def _changed(m: Mention, want: str, got: str) -> Finding:
     return Finding(kind="contradiction", code="count", words=[m.lemma],
-                   detail=f'the output changes the count of "{m.lemma}" (one -> several)')
+                   detail=f'the output changes the count of "{m.lemma}" ({want} -> {got})')

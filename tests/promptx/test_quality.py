@@ -242,6 +242,12 @@ FINDING_PAIRS = [
     ("contradiction", "count", "the wooden rectangle beside the cube",
      "Two wooden rectangles lean beside the cube on a bare table.",
      "The wooden rectangle leans beside the cube on a bare table.", None),
+    ("contradiction", "count", "four cups on a tray",                 # more than the prompt counts
+     "Four red cups sit on a wooden tray; the five cups catch the morning light.",
+     "Four red cups sit on a wooden tray; the cups catch the morning light.", None),
+    ("contradiction", "time_of_day", "a night market in the rain",
+     "A night market in the rain, its stalls glowing under soft daylight.",
+     "A night market in the rain, its stalls glowing under strings of lanterns.", None),
     ("contradiction", "age", "a comic about a boy and a tiger",
      "A comic panel of a boy and a tiger; the boy has a short dark beard and a wide grin.",
      "A comic panel of a boy and a tiger; the boy has a gap-toothed grin and messy hair.", None),
@@ -531,6 +537,8 @@ NOT_JUDGED = [
      "leans on the big one.", None),
     ("opposite", "a pentagonal box on a desk", "A pentagonal box sits on a desk beside a small lamp and a "
      "long ruler.", None),
+    ("count", "a basketball to the left of two soccer balls", "A basketball sits left of two soccer balls; "
+     "all three balls lie in a row.", None),
     ("kind", "a dog on a porch", "A dog sits on the porch. The dog is a golden retriever.", None),
     ("age", "a man and a boy fishing from a pier", "A man and a boy fish from a pier; the man has a short "
      "dark beard.", None),
@@ -665,7 +673,8 @@ def test_labelled_pairs_precision_and_recall_of_reject():
               "blind2": [r for r in rows if r["source"] == "blind2"],
               "blind3": [r for r in rows if r["source"] == "blind3"],
               "blind4": [r for r in rows if r["source"] == "blind4"],
-              "first 635": [r for r in rows if r["source"] not in ("blind3", "blind4")], "all": rows}
+              "blind5": [r for r in rows if r["source"] == "blind5"],
+              "first 635": [r for r in rows if r["source"] not in ("blind3", "blind4", "blind5")], "all": rows}
     scores = {name: reject_scores(group) for name, group in groups.items()}
     for name, (precision, recall, accuracy) in scores.items():
         print(f"\nfaithfulness labels, {name}: n={len(groups[name])} precision={precision:.3f} "
