@@ -11,10 +11,12 @@ harness feeds the observed acceptances back to the calibrator and corrects
 its latency predictions by the observed/predicted ratio, then records its
 choices in ``DecodeStats.rounds``. At batch 1 it also times whole rounds
 (everything the table does not model included) against plain steps and
-decodes plainly, re-measuring a round after each run of plain steps (runs carry
-over from one decode to the next), while speculation is measured slower; every
-re-measured round that loses doubles the run (up to ``max_plain_run``), so a
-drafter that never pays costs next to nothing.
+decodes plainly, re-measuring a few rounds (``measure_rounds``) after each run of
+plain steps (runs carry over from one decode to the next), while speculation is
+measured slower per token (running mean seconds per round over running mean
+tokens per round: one round that drafts in vain says little); every re-measure
+that loses doubles the run (up to ``max_plain_run``), so a drafter that never
+pays costs next to nothing.
 
 ``decode_harness`` is ``decode_speculative`` driven by a ``Harness``; the
 decode loop, verification and losslessness are the speculative decoder's.
@@ -23,6 +25,7 @@ Not here: measuring costs (``engine.planning.calibrate``), the policy maths.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -60,6 +63,7 @@ class HarnessConfig:
     max_plain_run: int = 384       # ... doubled after every re-measured round that loses, up to this
     pace_smoothing: float = 0.3    # weight of a new measurement in the seconds-per-token estimates
     pace_margin: float = 0.03      # speculate unless its seconds per token are this much worse
+    measure_rounds: int = 4        # speculative rounds measured together (at first, after each plain run)
 
 
 class Harness(Planner):
@@ -83,8 +87,11 @@ class Harness(Planner):
         self.max_nodes = self.config.max_nodes
         self.draft_slots = self.config.max_depth * max(64, self.config.branching)
         self._pending: dict = {}
-        # measured wall seconds per emitted token, all overhead included (batch 1)
+        # measured wall seconds per emitted token, all overhead included (batch 1); speculation's is
+        # seconds per round over tokens per round (running means), not one round's luck
         self.pace = {"speculative": None, "plain": None}
+        self._round_pace = {"seconds": None, "tokens": None}
+        self._measure_left = self.config.measure_rounds   # rounds still to measure before the pace decides
         self._plain_run = self.config.plain_run   # length of the next run of plain steps
         self._plain_left: int | None = None   # plain steps left in the current run (None: no run)
         self._remeasuring = False  # the current round re-measures speculation after a used-up run
@@ -114,7 +121,8 @@ class Harness(Planner):
     def draft(self, drafter: Drafter, state: DraftState, context: int) -> DraftTree:
         """Grow the tree while the policy predicts it pays; return the nodes worth verifying."""
         cfg = self.config
-        verify = lambda n: self.verify_seconds(n, context)  # noqa: E731
+        verify = functools.lru_cache(maxsize=None)(lambda n: self.verify_seconds(n, context))   # asked
+        draft_seconds = functools.lru_cache(maxsize=None)(self.draft_seconds)         # hundreds of times
         catch_up = self.draft_seconds(1)                     # the catch-up step that made the root's output
         spent = catch_up
         expansion = TreeExpansion(self.max_nodes, cfg.max_depth, cfg.branching)
@@ -128,7 +136,7 @@ class Harness(Planner):
             while not expansion.done:
                 level_values = values[level]
                 width, _ = choose_width(values.tolist(), level_values.tolist(), self.child_accept, spent,
-                                        verify, self.draft_seconds, self.max_nodes, cfg.min_value)
+                                        verify, draft_seconds, self.max_nodes, cfg.min_value)
                 if width == 0:
                     break
                 chosen = level[level_values.argsort(descending=True, stable=True)[:width]].sort().values
@@ -136,7 +144,7 @@ class Harness(Planner):
                 logp, tokens = drafting.run(expansion, cfg.branching)
                 base = expansion.pool_size
                 expansion.extend(logp, tokens)
-                spent += self.draft_seconds(width)
+                spent += draft_seconds(width)
                 widths.append(width)
                 child_conf = logp.float().exp()                                    # [w, k]
                 child_accept = self.calibrator.calibrate(child_conf)                 # [w, k]
@@ -173,10 +181,10 @@ class Harness(Planner):
         """Plain steps to take before the next round, while speculative rounds are measured slower
         per token than plain steps (everything included: drafting, verification, catch-up,
         bookkeeping): the rest of the current run, which carries over from one decode to the next;
-        when a run is used up, 0 for one round that measures speculation again, and each such
-        round that still loses doubles the next run (up to ``max_plain_run``)."""
+        0 while ``measure_rounds`` rounds measure speculation (at first, and again when a run is
+        used up); each re-measure that still loses doubles the next run (up to ``max_plain_run``)."""
         spec, plain = self.pace["speculative"], self.pace["plain"]
-        if spec is None:
+        if spec is None or self._measure_left > 0:
             return 0
         if plain is None:
             plain = self.verify_seconds(1, context)       # until measured: the table's single-token pass
@@ -185,25 +193,32 @@ class Harness(Planner):
             return 0
         if self._plain_left is None:
             self._plain_left = self._plain_run
-        elif self._plain_left <= 0:                       # the run is used up: re-measure with one round
+        elif self._plain_left <= 0:                       # the run is used up: re-measure a few rounds
             self._plain_left, self._remeasuring = None, True
+            self._measure_left = self.config.measure_rounds
             return 0
         return self._plain_left
 
     def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
         if tokens <= 0:
             return
-        key, w = ("plain" if plain else "speculative"), self.config.pace_smoothing
-        per_token = seconds / tokens
-        old = self.pace[key]
-        self.pace[key] = per_token if old is None else (1 - w) * old + w * per_token
+        w = self.config.pace_smoothing
         if plain:
+            old = self.pace["plain"]
+            self.pace["plain"] = seconds / tokens if old is None else (1 - w) * old + w * seconds / tokens
             self._plain_left = (self._plain_left or 0) - tokens
             return
+        for key, value in (("seconds", seconds), ("tokens", tokens)):
+            old = self._round_pace[key]
+            self._round_pace[key] = value if old is None else (1 - w) * old + w * value
+        self.pace["speculative"] = self._round_pace["seconds"] / self._round_pace["tokens"]
+        self._measure_left = max(0, self._measure_left - 1)
+        if self._measure_left:
+            return                                        # decide after the last round measured
         if self.pace["plain"] is not None:
             if not self._slower(self.pace["speculative"], self.pace["plain"]):
                 self._plain_run = self.config.plain_run
-            elif self._remeasuring:                           # the round after a plain run lost again
+            elif self._remeasuring:                           # the rounds after a plain run lost again
                 self._plain_run = min(2 * self._plain_run, self.config.max_plain_run)
         self._remeasuring = False
 

@@ -182,16 +182,17 @@ def test_harness_greedy_equals_reference(verify_per_token, one_thread):
 
 
 def test_harness_switches_to_plain_steps_when_rounds_are_measured_slower():
-    harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=7))
+    harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=7, measure_rounds=1))
     assert harness.plain_steps(256) == 0                        # nothing measured yet: speculate
     harness.observe_pace(2, 0.2, plain=False)                   # 0.1 s per token speculating
     assert harness.plain_steps(256) == 0                        # the table's plain step: 0.101 s
     harness.observe_pace(1, 0.05, plain=True)                   # measured: 0.05 s per plain token
     assert harness.plain_steps(256) == 0                        # after a plain run: one round to re-measure
-    assert harness.plain_steps(256) == 7                        # (it was not observed) a new run
+    harness.observe_pace(2, 0.2, plain=False)                   # ...which loses: a run twice as long
+    assert harness.plain_steps(256) == 14
     harness.observe_pace(3, 0.15, plain=True)                   # a decode ended 3 steps into it:
-    assert harness.plain_steps(256) == 4                        # the next decode goes on with the rest
-    harness.observe_pace(4, 0.2, plain=True)
+    assert harness.plain_steps(256) == 11                       # the next decode goes on with the rest
+    harness.observe_pace(11, 0.55, plain=True)
     assert harness.plain_steps(256) == 0                        # used up: re-measure
     for _ in range(20):
         harness.observe_pace(4, 0.1, plain=False)               # drafts got good: 0.025 s per token
@@ -199,7 +200,7 @@ def test_harness_switches_to_plain_steps_when_rounds_are_measured_slower():
 
 
 def test_plain_runs_double_while_re_measured_rounds_keep_losing():
-    harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=8, max_plain_run=40))
+    harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=8, max_plain_run=40, measure_rounds=1))
     harness.observe_pace(2, 0.2, plain=False)                   # 0.1 s per token speculating
     harness.observe_pace(1, 0.05, plain=True)                   # 0.05 s per plain token
     runs = []
@@ -217,10 +218,30 @@ def test_plain_runs_double_while_re_measured_rounds_keep_losing():
     assert harness.plain_steps(256) == 8
 
 
+def test_speculation_is_judged_on_several_rounds_by_their_mean_tokens():
+    """One round that drafts in vain (1 token) must not send the harness to plain steps: it
+    measures ``measure_rounds`` rounds, and per token it divides mean seconds by mean tokens."""
+    harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=8, measure_rounds=3, pace_smoothing=0.5))
+    harness.observe_pace(10, 0.15, plain=True)                  # plain: 0.015 s per token
+    harness.observe_pace(1, 0.02, plain=False)                  # a round that drafted in vain: 0.02 s/token
+    assert harness.plain_steps(256) == 0                        # ...but two more rounds are measured first
+    harness.observe_pace(3, 0.03, plain=False)
+    harness.observe_pace(3, 0.03, plain=False)
+    # mean seconds 0.0275 over mean tokens 2.5: 0.011 s per token (the mean of per-round paces is 0.0125)
+    assert abs(harness.pace["speculative"] - 0.0275 / 2.5) < 1e-9
+    assert harness.plain_steps(256) == 0                        # faster than plain: speculate on
+    for _ in range(6):
+        harness.observe_pace(1, 0.04, plain=False)              # drafts stopped paying
+    assert harness.plain_steps(256) == 8                        # a plain run...
+    harness.observe_pace(8, 0.12, plain=True)
+    assert [harness.plain_steps(256) for _ in range(3)] == [0, 0, 0]   # ...then three rounds re-measure
+
+
 def test_plain_runs_inside_a_harness_decode_stay_lossless(one_thread):
     target = make_tiny_target(seed=3)
     drafter = make_tiny_drafter(target, window=16)
-    harness = Harness(synthetic_table(1e-6, draft=1e-7), HarnessConfig(min_value=0.0, plain_run=5))
+    harness = Harness(synthetic_table(1e-6, draft=1e-7),
+                      HarnessConfig(min_value=0.0, plain_run=5, measure_rounds=0))
     harness.observe_pace = lambda tokens, seconds, plain: None  # keep the forced pace, no re-measuring
     harness.pace = {"speculative": 1.0, "plain": 1e-3}          # speculation measured 1000x slower
     prompt = torch.randint(0, 128, (12,), generator=torch.Generator().manual_seed(5)).tolist()
