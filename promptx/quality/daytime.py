@@ -53,15 +53,17 @@ def clashing_words(time: str, context: str | None = None) -> frozenset[str]:
 
 
 def daytime_findings(prompt: str, text: str, context: str | None = None) -> list[Finding]:
-    """A ``time_of_day`` contradiction when the output names a time the prompt's rules out."""
-    asked = _times(prompt)
+    """A ``time_of_day`` contradiction when the output names a time the prompt's rules out, or,
+    where the prompt names none, a time the input image's caption rules out ("make it rainy" of
+    a night street -> "Rainy morning")."""
+    asked = _times(prompt) or (_times(context) if context and not _TRANSITION.search(prompt) else set())
     said = _times(text)
     if len(asked) != 1 or (len(said) > 1 and _CHANGE.search(prompt)):
         return []
     if asked <= said and _CHANGED.search(text):     # "turn the daytime sky into a night sky"
         return []
     (want,) = asked
-    seen = _times(context or "")
+    seen = _times(context or "") if _times(prompt) else set()
     clashing = sorted(t for t in said if t in _CLASHES[want] and t not in seen)
     if not clashing:
         return []

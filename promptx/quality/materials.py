@@ -24,6 +24,7 @@ MATERIALS = {
     "wicker": "wicker rattan",
     "bamboo": "bamboo",
     "ice": "ice",
+    "rubber": "rubber latex",
 }
 _MATERIAL_FAMILY = {w: family for family, ws in MATERIALS.items() for w in ws.split()}
 # the metals are told apart, but "metal" keeps any of them

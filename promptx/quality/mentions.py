@@ -66,7 +66,8 @@ def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
     out: list[Mention] = []
     for i, w in enumerate(ws):
         lemma = lex.noun_lemma(w.text)
-        after_article = i > 0 and ws[i - 1].text in ("a", "an") and bool(lex.salient_class(lemma or ""))
+        after_article = bool(lex.salient_class(lemma or "") or _being(w.text, lemma, lex)) \
+            and _after_article(ws, i, lex)
         if (lemma is None or not (lex.is_noun(lemma) or after_article) or color_of(w.text, lex)
                 or w.text in NUMBERS or w.text in _AUXILIARIES):
             continue                   # a word used mostly as a verb is a noun after "a": "a cook"
@@ -89,6 +90,30 @@ def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
                            depicted_at(ws, i, lex), w.quoted, vague,
                            frozenset(materials), many))
     return out
+
+
+# first noun senses of words used mostly as verbs that still name a being: "a blue bear", "the duck"
+_BEINGS = frozenset({"noun.animal", "noun.person"})
+
+
+def _being(word: str, lemma: str | None, lex: Lexicon) -> bool:
+    """A word whose first noun sense is an animal or a person, said in that noun's own form and
+    not an adjective ("the bear", "a cook"; not "a modern room", "the ground": grind)."""
+    return bool(lemma) and word in (lemma, lemma + "s", lemma + "es") and lex.lexname(lemma) in _BEINGS \
+        and not describes(word, lex)
+
+
+def _after_article(ws: list[Word], i: int, lex: Lexicon) -> bool:
+    """"a bear", "a blue bear", "the big brown bear": an article before the word, over at most two
+    colour or describing words in its phrase (a word used mostly as a verb is then a noun)."""
+    for j in range(i - 1, max(-1, i - 4), -1):
+        if ws[j].phrase != ws[i].phrase:
+            return False
+        if ws[j].text in ("a", "an", "the"):
+            return True
+        if not (color_of(ws[j].text, lex) or describes(ws[j].text, lex)) or ws[j].text in ("to", "will"):
+            return False
+    return False
 
 
 def _verb_after_subject(ws: list[Word], i: int, lex: Lexicon) -> bool:

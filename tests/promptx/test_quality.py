@@ -248,6 +248,12 @@ FINDING_PAIRS = [
     ("contradiction", "time_of_day", "a night market in the rain",
      "A night market in the rain, its stalls glowing under soft daylight.",
      "A night market in the rain, its stalls glowing under strings of lanterns.", None),
+    ("contradiction", "color", "a brown bird and a blue bear",       # "bear" is mostly a verb: a noun here
+     "A brown bird and a blue bear sit on a rock. The black bear has its paws folded.",
+     "A brown bird and a blue bear sit on a rock. The blue bear has its paws folded.", None),
+    ("contradiction", "material", "rubber boots by the door",
+     "Rubber boots stand by the door; the boots are stitched leather.",
+     "Rubber boots stand by the door; the boots are glossy and wet.", None),
     ("contradiction", "age", "a comic about a boy and a tiger",
      "A comic panel of a boy and a tiger; the boy has a short dark beard and a wide grin.",
      "A comic panel of a boy and a tiger; the boy has a gap-toothed grin and messy hair.", None),
@@ -553,6 +559,14 @@ def test_salvage_drops_the_sentence_with_a_time_the_prompt_rules_out():
     assert salvaged == ("An empty cobbled street at night, a single lamp glowing over wet stones. "
                         "Wide shot at eye level.")
     assert assess(prompt, salvaged).passed
+
+
+def test_an_edit_keeps_the_time_of_day_of_its_image():
+    caption = "Six friends chat on a city sidewalk at night beside a shop window with a neon sign."
+    changed = "Rainy morning on the sidewalk: the six friends chat under umbrellas beside the neon sign."
+    kept = "Rain falls on the sidewalk at night: the six friends chat under umbrellas beside the neon sign."
+    assert codes("make it rainy", changed, "image-to-image", context=caption).get("time_of_day") == "contradiction"
+    assert "time_of_day" not in codes("make it rainy", kept, "image-to-image", context=caption)
 
 
 def test_a_static_camera_that_then_travels_is_moved():
