@@ -39,15 +39,18 @@ _ARTICLES = frozenset("a an".split())
 def kind_findings(prompt: str, text: str, source: list[Mention], out_words: list[Word],
                   lex: Lexicon) -> list[Finding]:
     """``kind`` and ``age`` contradictions (see the module docstring)."""
-    found = _kind_changes(source, out_words, lex)
+    return _kind_changes(source, out_words, lex) + _aged_children(prompt, text, source, lex)
+
+
+def _aged_children(prompt: str, text: str, source: list[Mention], lex: Lexicon) -> list[Finding]:
+    """Children only in the prompt, an adult's beard or years in the output."""
     grown = [m.lemma for m in source if m.lemma in _ADULTS or lex.more_general("adult", m.lemma)]
     children = {w for w in re.findall(r"[a-z]+", prompt.lower()) if w in _CHILDREN}
     adult = _ADULT_SIGNS.search(text)
-    if children and adult and not grown and not _ADULT_SIGNS.search(prompt):
-        found.append(Finding(kind="contradiction", code="age", words=sorted(children),
-                             detail=f'the prompt\'s {", ".join(sorted(children))} gets an adult\'s '
-                                    f'"{adult.group(0)}"'))
-    return found
+    if not children or not adult or grown or _ADULT_SIGNS.search(prompt):
+        return []
+    return [Finding(kind="contradiction", code="age", words=sorted(children),
+                    detail=f'the prompt\'s {", ".join(sorted(children))} gets an adult\'s "{adult.group(0)}"')]
 
 
 def _kind_changes(source: list[Mention], out_words: list[Word], lex: Lexicon) -> list[Finding]:

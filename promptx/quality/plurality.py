@@ -1,17 +1,18 @@
 """One thing made several, or a counted thing made more.
 
-"one bee" -> "the bees", "a horse reading a book" -> "the horses sit side by side",
-"the wooden rectangle" -> "two wooden rectangles", "four teacups" -> "the five cups"
-(a number right before the noun, more than the prompt's; fewer may be a subset: "the two
-cups on the left"):
-the output refers back to the prompt's one thing as several (a definite plural:
-"the", "both", "all"; plain plurals are often scenery: "a tree" among "trees behind").
-The other way ("knives" -> "holding a knife") is not judged: one of several is often
-shown at a time. Counts said with numbers ("three apples" -> "five apples") are
-``attributes``' findings; a noun the prompt names in both numbers ("a red
-apple among apples") is not judged. People ("a person" -> "people") are left
-to the added-subject check: passers-by in a busy place are licensed.
-Not here: whether the noun is kept at all (``assess``).
+- One made several: a thing the prompt names once as one ("a bee", "one bee", "the
+  wooden rectangle") that the output refers back to as several with a definite plural
+  ("the bees", "both drones", "all the cups") or a number ("two wooden rectangles").
+  Plain plurals are often scenery ("a tree" among "trees behind"), so only animals,
+  made things, food and shapes are judged, never people ("a person" -> "people":
+  passers-by in a busy place are licensed) or parts of a place ("the brick walls").
+- Counted more: a number right before the noun larger than the prompt's ("four cups"
+  -> "the five cups"; fewer may be a subset: "the two cups on the left").
+The other way ("knives" -> "a knife") is not judged: one of several is often shown at
+a time. A noun the prompt names twice ("a black drone and a blue drone") or with a kind
+of it ("a basketball and two soccer balls": "all three balls") is not judged either.
+Different numbers said of the same noun ("three apples" -> "five apples") are
+``attributes``' findings. Not here: whether the noun is kept at all (``assess``).
 """
 
 from __future__ import annotations
