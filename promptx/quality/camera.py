@@ -110,11 +110,13 @@ _TIMELAPSE = re.compile(r"\btime[- ]?lapse\b", re.I)
 _SLOW_MOTION = re.compile(r"\bslow[- ]motion\b|\bslow-mo\b", re.I)
 
 
+_SPEEDS = (("timelapse", _TIMELAPSE, "slow motion", _SLOW_MOTION),
+           ("slow motion", _SLOW_MOTION, "timelapse", _TIMELAPSE))
+
+
 def _speed_findings(prompt: str, text: str) -> list[Finding]:
     """A timelapse asked for and written as slow motion, or the other way round."""
-    speeds = (("timelapse", _TIMELAPSE, "slow motion", _SLOW_MOTION), ("slow motion", _SLOW_MOTION, "timelapse",
-                                                                          _TIMELAPSE))
-    for name, asked, other_name, other in speeds:
+    for name, asked, other_name, other in _SPEEDS:
         if asked.search(prompt) and not other.search(prompt) and other.search(text) and not asked.search(text):
             return [Finding(kind="contradiction", code="speed", words=[name],
                             detail=f"the prompt asks for {name}; the output says {other_name}")]

@@ -111,7 +111,7 @@ def _after_article(ws: list[Word], i: int, lex: Lexicon) -> bool:
             return False
         if ws[j].text in ("a", "an", "the"):
             return True
-        if not (color_of(ws[j].text, lex) or describes(ws[j].text, lex)) or ws[j].text in ("to", "will"):
+        if not (color_of(ws[j].text, lex) or describes(ws[j].text, lex)):
             return False
     return False
 
