@@ -119,7 +119,7 @@ def _lexical_findings(prompt: str, text: str, context: str | None, lex: Lexicon,
         attributes = attribute_findings(source, output, src_words, out_words, lex)
         attributes += plurality_findings(source, output, src_words, out_words, lex)
         attributes += opposite_findings(source, output, src_words, out_words)
-        attributes += kind_findings(prompt, text, source, out_words, lex)
+        attributes += kind_findings(prompt, text, source, output, out_words, lex)
         if edit:                        # an edit names the old colour and count too
             attributes = [f for f in attributes if f.kind != "contradiction"]
         findings += attributes + relation_findings(prompt, text, source, out_words, lex)

@@ -33,8 +33,10 @@ _CLASHES = {"sunrise": {"sunset", "night"}, "noon": {"sunrise", "sunset", "night
 _SAID = {name: re.compile(rf"\b(?:{words})\b", re.I) for name, words in _TIMES.items()}
 _CHANGED = re.compile(r"\b(?:turn|change|transform|replace|shift|fade|darken|brighten)\w*\b[^.;]{0,80}?"
                       r"\b(?:into|to|with)\b", re.I)
-_TRANSITION = re.compile(r"\b(?:turns?|changes?|becomes?|timelapse|time-lapse|transition)\b", re.I)
-_CHANGE = re.compile(r"\b(?:from|turns?|changes?|becomes?|timelapse|time-lapse|transition|until|into)\b", re.I)
+# a prompt that asks for a change of time; with two times named, also "from ... until/into ..."
+_TRANSITION_WORDS = r"turns?|changes?|becomes?|timelapse|time-lapse|transition"
+_TRANSITION = re.compile(rf"\b(?:{_TRANSITION_WORDS})\b", re.I)
+_CHANGE = re.compile(rf"\b(?:{_TRANSITION_WORDS}|from|until|into)\b", re.I)
 
 
 def asked_time(prompt: str) -> str | None:
@@ -56,14 +58,15 @@ def daytime_findings(prompt: str, text: str, context: str | None = None) -> list
     """A ``time_of_day`` contradiction when the output names a time the prompt's rules out, or,
     where the prompt names none, a time the input image's caption rules out ("make it rainy" of
     a night street -> "Rainy morning")."""
-    asked = _times(prompt) or (_times(context) if context and not _TRANSITION.search(prompt) else set())
+    named = _times(prompt)
+    asked = named or (_times(context) if context and not _TRANSITION.search(prompt) else set())
     said = _times(text)
     if len(asked) != 1 or (len(said) > 1 and _CHANGE.search(prompt)):
         return []
     if asked <= said and _CHANGED.search(text):     # "turn the daytime sky into a night sky"
         return []
     (want,) = asked
-    seen = _times(context or "") if _times(prompt) else set()
+    seen = _times(context or "") if named else set()
     clashing = sorted(t for t in said if t in _CLASHES[want] and t not in seen)
     if not clashing:
         return []

@@ -36,10 +36,10 @@ _IS = frozenset("is are".split())
 _ARTICLES = frozenset("a an".split())
 
 
-def kind_findings(prompt: str, text: str, source: list[Mention], out_words: list[Word],
+def kind_findings(prompt: str, text: str, source: list[Mention], output: list[Mention], out_words: list[Word],
                   lex: Lexicon) -> list[Finding]:
     """``kind`` and ``age`` contradictions (see the module docstring)."""
-    return _kind_changes(source, out_words, lex) + _aged_children(prompt, text, source, lex)
+    return _kind_changes(source, output, out_words, lex) + _aged_children(prompt, text, source, lex)
 
 
 def _aged_children(prompt: str, text: str, source: list[Mention], lex: Lexicon) -> list[Finding]:
@@ -53,19 +53,21 @@ def _aged_children(prompt: str, text: str, source: list[Mention], lex: Lexicon) 
                     detail=f'the prompt\'s {", ".join(sorted(children))} gets an adult\'s "{adult.group(0)}"')]
 
 
-def _kind_changes(source: list[Mention], out_words: list[Word], lex: Lexicon) -> list[Finding]:
-    """"<the prompt's animal> is a <another animal>"."""
+def _kind_changes(source: list[Mention], output: list[Mention], out_words: list[Word],
+                  lex: Lexicon) -> list[Finding]:
+    """"<the prompt's animal> is a <another animal>" (the output's mentions of it, then "is a")."""
     animals = {m.lemma for m in source if not m.depicted and (lex.salient_class(m.lemma) == "animal"
                                                               or m.lemma in _FOOD_ANIMALS)}
     found = []
-    for i in range(len(out_words) - 3):
-        noun = lex.noun_lemma(out_words[i].text)
-        if noun not in animals or out_words[i + 1].text not in _IS or out_words[i + 2].text not in _ARTICLES:
+    for o in output:
+        i = o.position
+        if o.lemma not in animals or i + 3 >= len(out_words) or out_words[i + 1].text not in _IS \
+                or out_words[i + 2].text not in _ARTICLES:
             continue
         other = _predicate_noun(out_words, i + 3, lex)
-        if other and lex.salient_class(other) == "animal" and not _same_animal(noun, other, lex):
-            found.append(Finding(kind="contradiction", code="kind", words=[noun, other],
-                                 detail=f'the output says the prompt\'s {noun} is a {other}'))
+        if other and lex.salient_class(other) == "animal" and not _same_animal(o.lemma, other, lex):
+            found.append(Finding(kind="contradiction", code="kind", words=[o.lemma, other],
+                                 detail=f'the output says the prompt\'s {o.lemma} is a {other}'))
     return found
 
 
