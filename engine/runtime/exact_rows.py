@@ -27,16 +27,25 @@ near-ties are common. Three things differ between the passes on a CPU, and
   position (the kernel merges blocks of keys one after another): nodes that
   would land in a later block are not verified (``speculative.loop.fit_lanes``;
   next to a block boundary).
+Some kernels (seen on an AMX Xeon with torch 2.13) sum a row's keys in groups
+that no lane layout keeps: a key moved to another column changes the sum.
+``shifted_keys_stay_exact`` probes that once per process; where it fails,
+only the first column of a tree (its greedy chain, at contiguous slots) is
+verified (``Transformer.max_columns``).
 
 Not here: the mixed and int8 precisions (plain decoding only).
 """
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .kv_cache import KEY_ALIGN
+from .layers import attend_rows
 from .lean_step import LeanInt4Pass
 from .model import Attention, Transformer
 
@@ -80,6 +89,63 @@ def _chunked(x: torch.Tensor, weight: torch.Tensor, m: int) -> torch.Tensor:
     return torch.cat([F.linear(x[i:i + m], weight) for i in range(0, x.shape[0], m)])
 
 
+@functools.lru_cache(maxsize=None)
+def shifted_keys_stay_exact(dtype: torch.dtype, kv_heads: int, group: int, head_dim: int,
+                            trials: int = 24) -> bool:
+    """Whether ``attend_rows`` gives a draft node in column 1 (its keys ``LANE_STRIDE`` slots
+    right of their positions) the numbers of the plain step at its position. The values make
+    the sum's order visible: equal scores (zero queries) over values of +-2**30 and small ones,
+    so that grouping keys differently changes which small values survive (on a CPU that sums
+    each lane in order, shifted keys give the same sums; on one that groups keys, most rows
+    differ). ~0.1 s, once per process and shape."""
+    gen = torch.Generator().manual_seed(0)
+    depth, heads = 4, (1, kv_heads)
+    for _ in range(trials):
+        prefix = int(torch.randint(40, KEY_BLOCK - LANE_STRIDE - depth - 2, (1,), generator=gen))
+        count = prefix + 1 + depth                       # keys in plain order: prefix + root, then the chain
+        keys = torch.randn(heads + (count, head_dim), generator=gen).to(dtype)
+        values = _order_revealing_values(heads + (count, head_dim), gen).to(dtype)
+        rows = torch.zeros(depth, kv_heads, group, head_dim, dtype=dtype)
+        slots = list(range(prefix + 1)) + [prefix + LANE_STRIDE + j for j in range(1, depth + 1)]
+        tree = attend_rows(rows, *_laid_out(keys, values, slots, gen), _visible(depth, slots))
+        for j in range(depth):
+            seen = prefix + 2 + j
+            contiguous = list(range(seen))
+            plain = attend_rows(rows[j:j + 1], *_laid_out(keys[:, :, :seen], values[:, :, :seen], contiguous, gen),
+                                _visible(1, contiguous))
+            if not torch.equal(plain[0], tree[j]):
+                return False
+    return True
+
+
+def _order_revealing_values(shape: tuple, gen: torch.Generator) -> torch.Tensor:
+    sign = torch.randint(0, 2, shape, generator=gen) * 2.0 - 1
+    big = torch.randint(0, 2, shape, generator=gen).bool()
+    return torch.where(big, sign * 2.0 ** 30, sign * 2.0 ** torch.randint(-4, 4, shape, generator=gen))
+
+
+def _laid_out(keys: torch.Tensor, values: torch.Tensor, slots: list[int],
+              gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """K and V [1, H, span, D] with the given keys at ``slots`` and garbage elsewhere."""
+    shape = keys.shape[:2] + (_span(slots), keys.shape[3])
+    k = torch.randn(shape, generator=gen).to(keys.dtype)
+    v = torch.randn(shape, generator=gen).to(keys.dtype)
+    k[:, :, slots], v[:, :, slots] = keys, values
+    return k, v
+
+
+def _visible(rows: int, slots: list[int]) -> torch.Tensor:
+    """Row j of the last ``rows`` slots sees every slot before it and itself."""
+    mask = torch.zeros(rows, _span(slots), dtype=torch.bool)
+    for j in range(rows):
+        mask[j, slots[:len(slots) - rows + j + 1]] = True
+    return mask
+
+
+def _span(slots: list[int]) -> int:
+    return -(-(slots[-1] + 1) // KEY_ALIGN) * KEY_ALIGN
+
+
 class PaddedLinear(nn.Linear):
     """``nn.Linear`` that runs passes of fewer rows than ``min_exact_rows`` as padded ones."""
 
@@ -118,6 +184,10 @@ def make_rows_exact(model: Transformer) -> Transformer:
         elif isinstance(module, Attention):
             module.rowwise = True
     model.lane_stride = LANE_STRIDE
+    cfg = model.config
+    if not shifted_keys_stay_exact(model.dtype, cfg.num_key_value_heads,
+                                   cfg.num_attention_heads // cfg.num_key_value_heads, cfg.head_dim):
+        model.max_columns = 1
     if LeanInt4Pass.supports(model):       # the same numbers after the prompt, without module dispatch
         model.lean = LeanInt4Pass(model)
     return model

@@ -116,6 +116,9 @@ class Transformer(nn.Module):
         # tree slots: node (depth d, column c) at prefix + lane_stride * c + d, so that each key
         # sits in the vector lane it has in plain decoding (engine.runtime.exact_rows); 0 = contiguous
         self.lane_stride = 0
+        # draft-tree columns a pass may verify (None: all; 1: the first chain only, where this CPU's
+        # attention sums keys moved into another column differently: engine.runtime.exact_rows)
+        self.max_columns: int | None = None
 
     def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
         cfg = self.config

@@ -370,7 +370,8 @@ class RowTargets:
 
     def verify(self, rows: Sequence[_Row], trees: Sequence[DraftTree]):
         lane = self.model.lane_stride
-        trees = [fit_lanes(tree, cache.length, lane) for tree, cache in zip(trees, self.caches)]
+        columns = self.model.max_columns
+        trees = [fit_lanes(tree, cache.length, lane, columns) for tree, cache in zip(trees, self.caches)]
         parts, self.slots = [], []
         for row, tree, cache in zip(rows, trees, self.caches):
             tokens, positions, mask, slots = verify_inputs(cache, row.root, tree, lane)

@@ -168,15 +168,20 @@ def lane_columns(depths: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
     return torch.tensor(column, dtype=depths.dtype, device=depths.device)
 
 
-def fit_lanes(tree: DraftTree, length: int, lane_stride: int) -> DraftTree:
+def fit_lanes(tree: DraftTree, length: int, lane_stride: int, max_columns: int | None = None) -> DraftTree:
     """``tree`` without the nodes (and their descendants) whose lane-aligned slot would fall in
-    a later block of keys than their position (``engine.runtime.exact_rows``)."""
+    a later block of keys than their position, or in a column from ``max_columns`` on
+    (``engine.runtime.exact_rows``)."""
     if not lane_stride or not tree.size:
         return tree
     depths = tree.depths_with_root()
-    slots = tree_slots(depths, tree.parents, length, lane_stride)
-    crossing = (slots // KEY_BLOCK != (length + depths) // KEY_BLOCK)[1:]
-    return tree.without(crossing.nonzero().flatten().tolist()) if crossing.any() else tree
+    columns = lane_columns(depths, tree.parents)
+    slots = length + lane_stride * columns + depths
+    dropped = slots // KEY_BLOCK != (length + depths) // KEY_BLOCK
+    if max_columns is not None:
+        dropped |= columns >= max_columns
+    dropped = dropped[1:]
+    return tree.without(dropped.nonzero().flatten().tolist()) if dropped.any() else tree
 
 
 def tree_room(max_nodes: int, lane_stride: int) -> int:
@@ -269,7 +274,8 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         if resuming:     # feeding what plain steps left is a one-time cost, not this round's pace
             paced += t0 - feeding
         resuming = False
-        tree = fit_lanes(planner.draft(drafter, state, cache.length), cache.length, model.lane_stride)
+        tree = fit_lanes(planner.draft(drafter, state, cache.length), cache.length, model.lane_stride,
+                         model.max_columns)
         t1 = time.perf_counter()
         logits, taps, slots = verify_pass(model, cache, root, tree)
         result = verify(tree, logits, stop.tokens, params, generator)

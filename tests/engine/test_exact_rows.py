@@ -91,3 +91,54 @@ def test_nodes_that_would_cross_a_key_block_are_not_verified():
     assert fitted.token_list == [10, 14]          # 11, 12 and 13 cross 512; 15 hangs from 12
     assert fitted.parent_list == [-1, 0]
     assert fit_lanes(tree, 40, LANE_STRIDE) is tree and fit_lanes(tree, KEY_BLOCK - 12, 0) is tree
+
+
+def test_where_other_columns_are_not_exact_only_the_first_chain_is_verified():
+    from engine.speculative.loop import fit_lanes
+    from engine.speculative.tree import DraftTree
+
+    # depth 1: 10, 11, 12 (columns 0, 1, 2); depth 2: 13 under 10, 14 under 11, 15 under 10; depth 3: 16 under 13
+    tree = DraftTree(torch.arange(10, 17), [-1, -1, -1, 0, 1, 0, 3], torch.zeros(7))
+    chain = fit_lanes(tree, 40, LANE_STRIDE, max_columns=1)
+    assert chain.token_list == [10, 13, 16] and chain.parent_list == [-1, 0, 1]
+    assert fit_lanes(tree, 40, LANE_STRIDE, max_columns=None) is tree
+    assert fit_lanes(chain, 40, LANE_STRIDE, max_columns=1) is chain
+
+
+def _attention_summing(group: int | None):
+    """An ``attend_rows`` stand-in in fp32 that sums a row's weighted values in slot order, one
+    running sum (group None) or per block of ``group`` slots then across blocks."""
+    def attend(rows, k, v, mask):
+        scores = torch.einsum("thgd,hsd->thgs", rows.float(), k[0].float()) / rows.shape[-1] ** 0.5
+        weights = scores.masked_fill(~mask[:, None, None, :], float("-inf")).softmax(-1)
+        terms = weights[..., None] * v[0].float()[None, :, None]                 # [T, H, G, S, D]
+        if group is None:
+            total = torch.zeros_like(terms[..., 0, :])
+            for s in range(terms.shape[3]):
+                total = total + terms[..., s, :]
+        else:
+            total = sum(terms[..., i:i + group, :].sum(3) for i in range(0, terms.shape[3], group))
+        return total.to(rows.dtype)
+    return attend
+
+
+def test_the_shifted_keys_probe_tells_a_grouping_sum_from_an_ordered_one(monkeypatch):
+    import engine.runtime.exact_rows as exact_rows
+
+    for group, expected in ((None, True), (16, False)):
+        monkeypatch.setattr(exact_rows, "attend_rows", _attention_summing(group))
+        exact_rows.shifted_keys_stay_exact.cache_clear()
+        assert exact_rows.shifted_keys_stay_exact(torch.bfloat16, 1, 1, 8, trials=3) is expected
+    exact_rows.shifted_keys_stay_exact.cache_clear()
+
+
+def test_a_half_precision_model_verifies_other_columns_only_where_the_probe_allows():
+    from engine.runtime.exact_rows import shifted_keys_stay_exact
+
+    half = make_tiny_target().to(torch.bfloat16)
+    half.dtype = torch.bfloat16
+    make_rows_exact(half)
+    cfg = half.config
+    probe = shifted_keys_stay_exact(torch.bfloat16, cfg.num_key_value_heads,
+                                    cfg.num_attention_heads // cfg.num_key_value_heads, cfg.head_dim)
+    assert half.max_columns == (None if probe else 1)
