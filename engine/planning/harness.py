@@ -26,7 +26,7 @@ Not here: measuring costs (``engine.planning.calibrate``), the policy maths.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -101,7 +101,11 @@ class Harness(Planner):
                   config: HarnessConfig | None = None, progress: bool = False,
                   on_measure: Callable[[], None] | None = None) -> "Harness":
         """The harness with this device's stored cost table, measuring a quick one when none is
-        stored; both happen at its first decode. ``on_measure`` is called before measuring."""
+        stored; both happen at its first decode. ``on_measure`` is called before measuring.
+        Where the model verifies one column only (``Transformer.max_columns``), it drafts chains."""
+        config = config or HarnessConfig()
+        if model.max_columns == 1:
+            config = replace(config, branching=1)
         return cls(lambda: load_or_calibrate(model, drafter, directory, progress, on_measure), config)
 
     @property

@@ -74,6 +74,17 @@ def test_cost_table_errors(tmp_path):
 
 
 # ---- calibration ------------------------------------------------------------------------------------
+def test_a_calibration_point_keeps_its_fastest_repeat(monkeypatch):
+    """Another job only ever adds time: one slow repeat (here 2 s of 3) must not enter the table."""
+    import engine.planning.calibrate as calibrate_module
+
+    clock = iter([0.0, 2.0, 10.0, 10.05, 20.0, 20.06])      # start/stop of three timed calls
+    monkeypatch.setattr(calibrate_module.time, "perf_counter", lambda: next(clock))
+    calls = []
+    assert calibrate_module.fastest_seconds(lambda: calls.append(1), repeats=3) == pytest.approx(0.05)
+    assert len(calls) == 4                                   # one warm-up, three timed
+
+
 def test_calibrate_measures_a_table_that_load_or_calibrate_reuses(tmp_path, one_thread, monkeypatch):
     target = make_tiny_target()
     drafter = make_tiny_drafter(target, window=16)
@@ -179,6 +190,26 @@ def test_harness_greedy_equals_reference(verify_per_token, one_thread):
         assert max(sizes) > 16           # big trees were verified, exactly
     if verify_per_token == 1.0:
         assert max(sizes) == 0           # speculation predicted slower: plain steps
+
+
+def test_on_a_model_that_verifies_one_column_the_harness_drafts_chains(tmp_path, one_thread):
+    """Where only a tree's first column is exact (engine.runtime.exact_rows), nodes beside it would be
+    drafted only to be dropped: the harness drafts one child per node, and stays lossless."""
+    target = make_tiny_target(seed=3)
+    drafter = make_tiny_drafter(target, window=16)
+    target.max_columns = 1
+    harness = Harness.for_model(target, drafter, tmp_path)
+    assert harness.config.branching == 1
+    harness._costs = synthetic_table(1e-6, draft=1e-7)           # cheap verification: it would grow wide
+    prompt = torch.randint(0, 128, (12,), generator=torch.Generator().manual_seed(0)).tolist()
+    params, stats = SamplingParams(max_new_tokens=40), DecodeStats()
+    chunks = list(decode_harness(target, drafter, prompt, params, StopChecker([], 40), stats, harness))
+    plain = list(decode_autoregressive(target, prompt, params, StopChecker([], 40)))
+    assert [t for c in chunks for t in c] == plain
+    assert max(r["nodes"] for r in stats.rounds) > 1
+    assert all(r["nodes"] == r["depth"] for r in stats.rounds)      # chains: one node per level
+    target.max_columns = None
+    assert Harness.for_model(target, drafter, tmp_path).config.branching == HarnessConfig().branching
 
 
 def test_harness_switches_to_plain_steps_when_rounds_are_measured_slower():
