@@ -117,7 +117,8 @@ def _restated_material(m: Mention, given: frozenset[str], output: list[Mention],
 
 def _predicated_materials(ws, position: int, lex: Lexicon) -> set[str]:
     """Material words after "is"/"are" (and "made of") in the noun's phrase: "is a small ceramic
-    cup", "is made of soft cotton"."""
+    cup", "is made of soft cotton", "is another glossy metal cup" (a word the lexicon knows as a
+    noun may describe: "glossy")."""
     if position + 1 >= len(ws) or ws[position + 1].text not in ("is", "are") \
             or ws[position + 1].phrase != ws[position].phrase:
         return set()
@@ -127,12 +128,12 @@ def _predicated_materials(ws, position: int, lex: Lexicon) -> set[str]:
             break
         if is_material(w.text):
             out.add(w.text)
-        elif w.text not in _MADE_OF and not describes(w.text, lex) and w.text not in _PLAIN_COLORS:
+        elif w.text not in _MADE_OF and not describes(w.text, lex, compound=True) and w.text not in _PLAIN_COLORS:
             break                                        # "is near a stone wall": the wall's
     return out
 
 
-_MADE_OF = frozenset("made of from a an entirely mostly all".split())
+_MADE_OF = frozenset("made of from a an another entirely mostly all".split())
 
 
 def caption_contradictions(context: str, source: list[Mention], text: str, lex: Lexicon, *,

@@ -122,6 +122,11 @@ class Lexicon:
         senses = self._nouns.get(lemma)
         return self._lexnames[senses[0]] if senses else None
 
+    def lexnames(self, lemma: str, senses: int = 3) -> tuple[str, ...]:
+        """The lexicographer files of the first ``senses`` senses, first sense first ("ring":
+        noun.attribute, then noun.artifact)."""
+        return tuple(self._lexnames[s] for s in self._nouns.get(lemma, [])[:senses])
+
     def salient_class(self, lemma: str) -> str | None:
         """"person", "animal", "vehicle" or "creature" for a noun naming such an entity."""
         return None if lemma in NOT_SALIENT else self._salient.get(lemma)

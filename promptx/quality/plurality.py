@@ -6,8 +6,9 @@
   Plain plurals are often scenery ("a tree" among "trees behind"), so only animals,
   made things, food and shapes are judged, never people ("a person" -> "people":
   passers-by in a busy place are licensed) or parts of a place ("the brick walls").
-- Counted more: a number right before the noun larger than the prompt's ("four cups"
-  -> "the five cups"; fewer may be a subset: "the two cups on the left").
+- Counted more: a number right before the noun (or the word it ends in: "four teacups" ->
+  "the five cups") larger than the prompt's ("four cups" -> "the five cups"; fewer may be a
+  subset: "the two cups on the left").
 The other way ("knives" -> "a knife") is not judged: one of several is often shown at
 a time. A noun the prompt names twice ("a black drone and a blue drone") or with a kind
 of it ("a basketball and two soccer balls": "all three balls") is not judged either.
@@ -28,6 +29,7 @@ __all__ = ["plurality_findings"]
 # things whose number matters: animals, made things, food, shapes (not "a tree" among "the
 # trees behind", "a cloud" among "the clouds")
 _THINGS = frozenset({"noun.animal", "noun.artifact", "noun.food", "noun.shape"})
+_SCENERY = frozenset({"noun.plant", "noun.object", "noun.location", "noun.phenomenon", "noun.group"})
 _UNJUDGED = frozenset("""person people man woman child kid crowd family group wall window floor step stair
     brick tile road street path fence column pillar building""".split())   # people; parts of a place
 # words before a plural that make it the prompt's thing said again as several ("the bees
@@ -50,14 +52,30 @@ def plurality_findings(source: list[Mention], output: list[Mention], src_words: 
                for s in source):
             continue                   # "a basketball and two soccer balls": "all three balls"
         same = [o for o in output if o.lemma == m.lemma and not o.modifier and not o.depicted]
-        if _one(m, src_words) and not m.many and m.lemma not in _UNJUDGED and lex.lexname(m.lemma) in _THINGS:
+        if _one(m, src_words) and not m.many and m.lemma not in _UNJUDGED and _a_thing(m.lemma, lex):
             if any(_several(o, out_words) for o in same):
                 found.append(_changed(m, "one", "several"))
-        elif (m.count or 0) > 1 and lex.lexname(m.lemma) in _THINGS | {"noun.person"}:
-            more = max((_counted(o, out_words) for o in same), default=0)
+        elif (m.count or 0) > 1 and (_a_thing(m.lemma, lex) or lex.lexname(m.lemma) == "noun.person"):
+            named = same + [o for o in output if _said_by_its_end(o, m, source)]   # "four teacups": "the five cups"
+            more = max((_counted(o, out_words) for o in named), default=0)
             if more > m.count:
                 found.append(_changed(m, str(m.count), str(more)))
     return unique(found)
+
+
+def _said_by_its_end(o: Mention, m: Mention, source: list[Mention]) -> bool:
+    """``o`` names ``m`` by the word its name ends in ("cup" of "teacup"), and no other thing of
+    the prompt ends in it ("two baseballs ... a basketball": "the three balls" are all of them)."""
+    if o.lemma == m.lemma or len(o.lemma) < 3 or not m.lemma.endswith(o.lemma) or o.modifier or o.depicted:
+        return False
+    return not any(s.lemma != m.lemma and s.lemma.endswith(o.lemma) for s in source)
+
+
+def _a_thing(lemma: str, lex: Lexicon) -> bool:
+    """Its first sense is a thing, or one of its next senses is and the first is not scenery
+    ("a ring": first a shape's attribute, then the jewel; "a book"; not "a tree", a plant first)."""
+    names = lex.lexnames(lemma)
+    return bool(names) and (names[0] in _THINGS or names[0] not in _SCENERY and bool(set(names[1:]) & _THINGS))
 
 
 def _one(m: Mention, src_words: list[Word]) -> bool:

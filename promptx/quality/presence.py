@@ -28,8 +28,11 @@ _STAND_AS_ROLE = frozenset("stand stands standing stood".split())
 # "stands as", "serves as", "acts as" a role
 _ROLE_VERBS = frozenset("stand stands standing serve serves serving act acts acting".split())
 # words before a noun that make it an object, not a living subject ("plush animals")
-_DEPICTING_ADJECTIVES = frozenset("""plush stuffed toy paper origami inflatable cardboard carved
+_DEPICTING_ADJECTIVES = frozenset("""plush stuffed toy origami carved
     painted printed embroidered cartoon""".split())
+# materials that make a likeness of a being ("a paper crane", "an inflatable rabbit", "a cardboard
+# car") but a real thing of anything else ("dry paper towels", "an inflatable mattress")
+_LIKENESS_MATERIALS = frozenset("paper inflatable cardboard".split())
 # in the scene's making or its audience, not in the scene: "built by a craftsman",
 # "inspired countless artists", "inviting someone to sit", "the Parthenon's creators"
 _MAKING = frozenset("""made built crafted carved designed painted created constructed erected sculpted
@@ -53,7 +56,13 @@ SOUNDS = frozenset("""chirp chirps chirping sing sings singing hoot hoots hootin
 
 def depicted_at(ws: list[Word], i: int, lex: Lexicon) -> bool:
     """The word at ``i`` is pictured, figurative or names someone outside the scene."""
-    return _is_depicted(ws, i) or absent_at(ws, i, lex)
+    return _is_depicted(ws, i) or _likeness_of_a_being(ws, i, lex) or absent_at(ws, i, lex)
+
+
+def _likeness_of_a_being(ws: list[Word], i: int, lex: Lexicon) -> bool:
+    if i == 0 or ws[i - 1].text not in _LIKENESS_MATERIALS:
+        return False
+    return bool(lex.salient_class(lex.noun_lemma(ws[i].text) or ""))
 
 
 def _is_depicted(ws: list[Word], i: int) -> bool:

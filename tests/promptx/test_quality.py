@@ -236,6 +236,21 @@ FINDING_PAIRS = [
     ("contradiction", "material", "a leather jacket on a chair",   # said again, even after an echo
      "A leather jacket hangs on a chair. The leather jacket is a dark grey wool jacket.",
      "A leather jacket hangs on a chair. The jacket is worn and soft at the elbows.", None),
+    ("contradiction", "material", "a glass jar next to a spoon",   # "is another ... <material> <noun>"
+     "A glass jar stands next to a spoon. The glass jar is another shiny tin can on the shelf.",
+     "A glass jar stands next to a spoon. The jar is tall and clear, catching the light.", None),
+    ("contradiction", "opposite", "a stack of dry paper napkins",   # paper things are real things
+     "A stack of dry paper napkins sits on a tray. Water soaks the wet napkins at the edge.",
+     "A stack of dry paper napkins sits on a tray, crisp and neatly folded.", None),
+    ("contradiction", "count", "the diamond ring on a velvet cushion",   # a ring: a shape first, then a jewel
+     "The two diamond rings rest on a velvet cushion on a dresser, soft light.",
+     "The diamond ring rests on a velvet cushion on a dresser, soft light.", None),
+    ("contradiction", "count", "two teaspoons beside a saucer",        # said by the word it ends in
+     "Two teaspoons lie beside a saucer. The three spoons shine in the morning light.",
+     "Two teaspoons lie beside a saucer. The spoons shine in the morning light.", None),
+    ("contradiction", "camera", "A bench in a park, zoom out.",    # travelling toward it is a zoom in
+     "A wooden bench in a green park. The camera slowly glides toward the bench at eye level.",
+     "A wooden bench in a green park. The camera slowly pulls back to show the lawn around it.", None),
     ("contradiction", "speed", "a flower blooming, timelapse",
      "A pink flower slowly opens its petals in slow motion against a dark backdrop.",
      "A pink flower opens its petals in a fast timelapse against a dark backdrop.", None),
