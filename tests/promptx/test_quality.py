@@ -690,7 +690,7 @@ def reject_scores(rows: list[dict]) -> tuple[float, float, float]:
         fp += rejected and not should
         fn += should and not rejected
         tn += not rejected and not should
-    return tp / (tp + fp), tp / (tp + fn), (tp + tn) / len(rows)
+    return tp / (tp + fp) if tp + fp else 0.0, tp / (tp + fn) if tp + fn else 0.0, (tp + tn) / len(rows)
 
 
 def test_labelled_pairs_precision_and_recall_of_reject():
@@ -703,7 +703,9 @@ def test_labelled_pairs_precision_and_recall_of_reject():
               "blind3": [r for r in rows if r["source"] == "blind3"],
               "blind4": [r for r in rows if r["source"] == "blind4"],
               "blind5": [r for r in rows if r["source"] == "blind5"],
-              "first 635": [r for r in rows if r["source"] not in ("blind3", "blind4", "blind5")], "all": rows}
+              "blind6": [r for r in rows if r["source"] == "blind6"],
+              "first 635": [r for r in rows if r["source"] not in ("blind3", "blind4", "blind5", "blind6")],
+              "all": rows}
     scores = {name: reject_scores(group) for name, group in groups.items()}
     for name, (precision, recall, accuracy) in scores.items():
         print(f"\nfaithfulness labels, {name}: n={len(groups[name])} precision={precision:.3f} "
@@ -714,6 +716,8 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     # blind3 (2026-12-03): 121 outputs of promptx itself, every one of which had passed this check
     # when written (so its recall started at 0.000: 40 of 121 were labelled unfaithful); read
     # while adding the checks of that day, 0.625 / 0.250. Its floor guards those checks.
+    # blind6 (2026-12-03, late): 119 outputs of the default pipeline, all passed by this check when
+    # written (recall 0 by construction), 45 labelled unfaithful: left to read.
     assert min(scores["calibration"][:2]) >= 0.9
     assert scores["first 635"][0] >= 0.9 and scores["first 635"][1] >= 0.88
     assert scores["blind3"][0] >= 0.55 and scores["blind3"][1] >= 0.2
