@@ -2,7 +2,9 @@
 
 A video prompt is often its action ("A woman is dancing", "a horse is
 running, then it starts walking"); a small model keeps the subject and swaps
-the action for a stroll or a pose. The table holds ways of moving (run, walk,
+the action for a stroll or a pose. The event after "then ... starts <verb>-ing"
+must be said whatever the verb ("starts sitting under a tree": sit), a light
+verb by its object ("start making a phone call": call). The table holds ways of moving (run, walk,
 march, dance, jump, climb, swim, fly) and activities (sweep, wash, cook, paint,
 stretch, ...), each kept by its own verb in any form ("ran", "dancer", "dances")
 or a near synonym ("sprints", "lopes", "scrubs"). Actions
@@ -64,7 +66,12 @@ _KEPT_BY = {verb: frozenset(words.split()) for verb, words in {
 # before a bare verb: "begins to dance", "will run"
 _AUXILIARY = re.compile(r"\b(?:to|will|can|could|would|may|might)\s+$")
 # before a verb in -ing that is the action itself: "is running", "starts walking"
-_PROGRESSIVE = re.compile(r"\b(?:is|are|was|were|be|been|starts|begins|keeps)\s+$")
+_PROGRESSIVE = re.compile(r"\b(?:is|are|was|were|be|been|starts?|begins?|keeps?)\s+$")
+# the event a video prompt turns to: "..., then it suddenly starts sitting under a tree"
+_EVENT = re.compile(r"\bthen\b[^.;]*?\b(?:starts?|begins?)\s+([a-z]+ing)\b((?:\s+[a-z]+){0,4})")
+# verbs whose event is their object: "start making a phone call", "start doing the dishes"
+_LIGHT = frozenset("do make get take have give".split())
+_ARTICLES = frozenset("a an the their his her its some".split())
 _MODIFIED = re.compile(r"^\s+(?:a|an|the|his|her|their|its|and|in|on|at|through|along|across|around|over|"
                        r"down|up|into|toward|towards|with|to|from|by|past|behind|away|off|out|back|,|\.|$)")
 
@@ -75,6 +82,9 @@ def action_findings(prompt: str, text: str, lex: Lexicon) -> list[Finding]:
     lemmas = {lex.verb_lemma(w) or w for w in said}
     lost = [verb for verb in _asked(prompt.lower(), lex)
             if not (lemmas & (_KEPT_BY[verb] | {verb}) or any(w.startswith(_stem(verb)) for w in said))]
+    nouns = {lex.noun_lemma(w) or w for w in said}
+    lost += [word for word in _events(prompt.lower(), lex)
+             if not (word in lemmas or word in nouns or any(w.startswith(_stem(word)) for w in said))]
     if not lost:
         return []
     return [Finding(kind="lost", code="lost_action", words=lost,
@@ -96,6 +106,29 @@ def _asked(prompt: str, lex: Lexicon) -> list[str]:
         if word.endswith("ing") and not _MODIFIED.match(after) and not _PROGRESSIVE.search(before):
             continue                     # "running water", "a dancing couple": a modifier
         out.append(verb)
+    return out
+
+
+def _events(prompt: str, lex: Lexicon) -> list[str]:
+    """What must be said for the events after "then ... starts <verb>-ing" outside the table: the
+    verb ("sitting": sit), or the object of a light verb ("making a phone call": call)."""
+    out = []
+    for hit in _EVENT.finditer(prompt):
+        verb = lex.verb_lemma(hit.group(1))
+        if verb is None or verb in _KEPT_BY:
+            continue                                   # the table's actions: ``_asked``
+        if verb not in _LIGHT:
+            out.append(verb)
+            continue
+        nouns = []
+        for word in hit.group(2).split():
+            if word in _ARTICLES and not nouns:
+                continue
+            if not lex.noun_lemma(word):
+                break
+            nouns.append(word)
+        if nouns:
+            out.append(lex.noun_lemma(nouns[-1]) or nouns[-1])   # the head of "a phone call"
     return out
 
 

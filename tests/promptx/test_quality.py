@@ -251,6 +251,12 @@ FINDING_PAIRS = [
     ("contradiction", "camera", "A bench in a park, zoom out.",    # travelling toward it is a zoom in
      "A wooden bench in a green park. The camera slowly glides toward the bench at eye level.",
      "A wooden bench in a green park. The camera slowly pulls back to show the lawn around it.", None),
+    ("lost", "lost_action", "A boy is reading on a bench, then he suddenly starts singing.",   # any verb
+     "A boy reads a paperback on a park bench, turning the pages slowly as pigeons peck nearby.",
+     "A boy reads on a park bench, then lowers the book and sings, his mouth wide open in song.", None),
+    ("lost", "lost_action", "A woman is knitting, then she starts making a sandwich.",   # a light verb's object
+     "A woman knits a red scarf by the window, then she sets down her needles and makes tea.",
+     "A woman knits by the window, then sets the needles down and makes a ham sandwich.", None),
     ("contradiction", "speed", "a flower blooming, timelapse",
      "A pink flower slowly opens its petals in slow motion against a dark backdrop.",
      "A pink flower opens its petals in a fast timelapse against a dark backdrop.", None),
