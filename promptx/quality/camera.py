@@ -116,10 +116,22 @@ _SPEEDS = (("timelapse", _TIMELAPSE, "slow motion", _SLOW_MOTION),
            ("slow motion", _SLOW_MOTION, "timelapse", _TIMELAPSE))
 
 
+# a speed kept in other words: "sped up over hours", "slowed down"
+_SPEED_KEPT = {"timelapse": re.compile(r"\btime[- ]?lapse|\bsped[- ]up|\bspeeds? up|\bfast[- ]forward|\baccelerated|"
+                                      r"\bover (?:the course of )?(?:hours|days|weeks|months|years)\b", re.I),
+               "slow motion": re.compile(r"\bslow[- ]motion\b|\bslow-mo\b|\bslowed[- ]down\b", re.I)}
+
+
 def _speed_findings(prompt: str, text: str) -> list[Finding]:
-    """A timelapse asked for and written as slow motion, or the other way round."""
+    """A timelapse asked for and written as slow motion, or the other way round (``speed``), or
+    not said at all (``lost_camera``: every tuning pair and accepted label asking for one keeps it)."""
     for name, asked, other_name, other in _SPEEDS:
-        if asked.search(prompt) and not other.search(prompt) and other.search(text) and not asked.search(text):
+        if not asked.search(prompt) or other.search(prompt):
+            continue
+        if other.search(text) and not asked.search(text):
             return [Finding(kind="contradiction", code="speed", words=[name],
                             detail=f"the prompt asks for {name}; the output says {other_name}")]
+        if not _SPEED_KEPT[name].search(text):
+            return [Finding(kind="lost", code="lost_camera", words=[name],
+                            detail=f"the output lost the prompt's {name}")]
     return []

@@ -257,6 +257,9 @@ FINDING_PAIRS = [
     ("lost", "lost_action", "A woman is knitting, then she starts making a sandwich.",   # a light verb's object
      "A woman knits a red scarf by the window, then she sets down her needles and makes tea.",
      "A woman knits by the window, then sets the needles down and makes a ham sandwich.", None),
+    ("lost", "lost_camera", "A timelapse of ice melting on a windowsill.",   # a speed said nowhere
+     "A block of ice melts slowly on a sunny windowsill, water pooling around it as the camera holds still.",
+     "A timelapse of a block of ice melting on a sunny windowsill, water pooling around it.", None),
     ("contradiction", "speed", "a flower blooming, timelapse",
      "A pink flower slowly opens its petals in slow motion against a dark backdrop.",
      "A pink flower opens its petals in a fast timelapse against a dark backdrop.", None),
