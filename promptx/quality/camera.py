@@ -28,6 +28,7 @@ _PAN, _TILT, _ZOOM = r"pan(?:s|ning|ned)?", r"tilt(?:s|ing|ed)?", r"zoom(?:s|ing
 _PUSH, _PULL, _DOLLY = r"push(?:es|ing|ed)?", r"pull(?:s|ing|ed)?", r"dolly(?:ing)?|dollies|dollied"
 # the camera travelling along its axis: "the camera slowly glides toward the door" is a zoom in
 _GO = r"mov(?:es|e|ing)|glid(?:es|e|ing)|drift(?:s|ing)?|travel(?:s|ing|ling)?"
+_TOWARD = r"towards?(?! the (?:left|right)\b)"        # "toward the left" is sideways
 # a move said with other verbs belongs to the camera: "the camera slowly pulls back" (not "waves pull back")
 _CAMERA = r"\bcamera (?:\w+ ){0,2}"
 # each move: how the prompt and the output may say it (a synonym counts), and its opposite
@@ -37,9 +38,9 @@ _MOVES: dict[str, tuple[str, str]] = {
     "tilt up": (rf"\b{_TILT}(?: \w+ly)?[ -]up(?:ward)?\b", "tilt down"),
     "tilt down": (rf"\b{_TILT}(?: \w+ly)?[ -]down(?:ward)?\b", "tilt up"),
     "zoom in": (rf"\b{_ZOOM}(?: \w+ly)?[ -]in\b|{_CAMERA}(?:{_PUSH} in|(?:{_DOLLY}) in|mov(?:es|ing|e) closer|"
-                rf"(?:{_PUSH}|{_DOLLY}|{_GO}) (?:\w+ )?(?:toward|towards|forward|closer))\b", "zoom out"),
+                rf"(?:{_PUSH}|{_DOLLY}|{_GO}) (?:\w+ )?(?:{_TOWARD}|forward|closer))\b", "zoom out"),
     "zoom out": (rf"\b{_ZOOM}(?: \w+ly)?[ -]out\b|{_CAMERA}(?:{_PULL} (?:back|out|away)|(?:{_DOLLY}) out|"
-                 rf"(?:{_GO}) (?:back|backward|backwards|away))\b", "zoom in"),
+                 rf"(?:{_GO}) (?:back(?! and forth)|backward|backwards|away))\b", "zoom in"),
 }
 _STATIC = re.compile(r"\bcamera (?:is |stays |remains |holds )?(?:static|still|fixed|locked)\b|"
                      r"\bstatic (?:camera|shot)\b", re.I)

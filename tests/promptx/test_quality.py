@@ -556,6 +556,10 @@ def test_decoding_constraint_bans_what_the_assessment_would_reject():
 
 # (code, prompt, text, profile): cases the checks of 2026-12-03 must leave alone
 NOT_JUDGED = [
+    ("camera", "a lantern on a porch, zoom in", "A lantern glows on a porch. The camera glides toward it, then "
+     "drifts back and forth in the breeze.", None),                  # not a pull back
+    ("camera", "a lantern on a porch, zoom out", "A lantern glows on a porch. The camera pulls back, then moves "
+     "toward the left of the steps.", None),                        # a sideways move, not a push in
     ("count", "a black drone and a blue drone", "A black drone and a blue drone hover; both drones blink "
      "their lights.", None),
     ("count", "an oak tree on a hill", "A lone oak stands on a hill while the trees behind it sway.", None),
