@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .kv_cache import KEY_ALIGN
+from .kv_cache import aligned
 from .layers import attend_rows
 from .lean_step import LeanInt4Pass
 from .model import Attention, Transformer
@@ -143,7 +143,7 @@ def _visible(rows: int, slots: list[int]) -> torch.Tensor:
 
 
 def _span(slots: list[int]) -> int:
-    return -(-(slots[-1] + 1) // KEY_ALIGN) * KEY_ALIGN
+    return aligned(slots[-1] + 1)
 
 
 class PaddedLinear(nn.Linear):

@@ -175,9 +175,9 @@ def fit_lanes(tree: DraftTree, length: int, lane_stride: int, max_columns: int |
     if not lane_stride or not tree.size:
         return tree
     depths = tree.depths_with_root()
-    columns = lane_columns(depths, tree.parents)
-    slots = length + lane_stride * columns + depths
+    slots = tree_slots(depths, tree.parents, length, lane_stride)
     dropped = slots // KEY_BLOCK != (length + depths) // KEY_BLOCK
+    columns = (slots - length - depths) // lane_stride
     if max_columns is not None:
         dropped |= columns >= max_columns
     dropped = dropped[1:]

@@ -2,18 +2,18 @@
 
 A video prompt is often its action ("A woman is dancing", "a horse is
 running, then it starts walking"); a small model keeps the subject and swaps
-the action for a stroll or a pose. The event after "then ... starts <verb>-ing"
-must be said whatever the verb ("starts sitting under a tree": sit), a light
-verb by its object ("start making a phone call": call). The table holds ways of moving (run, walk,
+the action for a stroll or a pose. The table holds ways of moving (run, walk,
 march, dance, jump, climb, swim, fly) and activities (sweep, wash, cook, paint,
 stretch, ...), each kept by its own verb in any form ("ran", "dancer", "dances")
-or a near synonym ("sprints", "lopes", "scrubs"). Actions
-a good text shows by their motions are not judged ("sleeping": "lies curled,
-its side rising and falling"; "eating an ant": "snaps the ant up"), nor
-verbs outside the table ("playing the harp" is "plucking the strings"). The
-prompt asks for an action when the verb is said as one: after "is"/"are", as
-a verb in -s or -ed, or in -ing not before a noun ("a dog running", not
-"running water" or "a dancing couple").
+or a near synonym ("sprints", "lopes", "scrubs"). Actions a good text shows by
+their motions are not judged ("sleeping": "lies curled, its side rising and
+falling"; "eating an ant": "snaps the ant up"), nor verbs outside the table
+("playing the harp" is "plucking the strings"), except the event a prompt turns
+to after "then ... starts <verb>-ing", which must be said whatever the verb
+("starts sitting under a tree": sit), a light verb by its object ("start making
+a phone call": call). The prompt asks for an action when the verb is said as
+one: after "is"/"are", as a verb in -s or -ed, or in -ing not before a noun ("a
+dog running", not "running water" or "a dancing couple").
 Not here: camera moves (``camera``), subjects and their attributes (``assess``).
 """
 
@@ -82,8 +82,9 @@ def action_findings(prompt: str, text: str, lex: Lexicon) -> list[Finding]:
     lemmas = {lex.verb_lemma(w) or w for w in said}
     lost = [verb for verb in _asked(prompt.lower(), lex)
             if not (lemmas & (_KEPT_BY[verb] | {verb}) or any(w.startswith(_stem(verb)) for w in said))]
-    nouns = {lex.noun_lemma(w) or w for w in said}
-    lost += [word for word in _events(prompt.lower(), lex)
+    events = _events(prompt.lower(), lex)
+    nouns = {lex.noun_lemma(w) or w for w in said} if events else set()
+    lost += [word for word in events
              if not (word in lemmas or word in nouns or any(w.startswith(_stem(word)) for w in said))]
     if not lost:
         return []

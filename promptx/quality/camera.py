@@ -118,9 +118,10 @@ _SPEEDS = (("timelapse", _TIMELAPSE, "slow motion", _SLOW_MOTION),
 
 
 # a speed kept in other words: "sped up over hours", "slowed down"
+# (a timelapse kept by any word starting so: "time-lapses" too)
 _SPEED_KEPT = {"timelapse": re.compile(r"\btime[- ]?lapse|\bsped[- ]up|\bspeeds? up|\bfast[- ]forward|\baccelerated|"
                                       r"\bover (?:the course of )?(?:hours|days|weeks|months|years)\b", re.I),
-               "slow motion": re.compile(r"\bslow[- ]motion\b|\bslow-mo\b|\bslowed[- ]down\b", re.I)}
+               "slow motion": re.compile(rf"{_SLOW_MOTION.pattern}|\bslowed[- ]down\b", re.I)}
 
 
 def _speed_findings(prompt: str, text: str) -> list[Finding]:
