@@ -28,7 +28,7 @@ from .profiles.registry import registry_for
 from .profiles.render import render_messages
 from .profiles.schema import Profile, count_words
 from .quality import Assessment, assess
-from .quality.salvage import drop_offending_sentences
+from .quality.salvage import drop_offending_sentences, say_lost_camera
 from .request import EnhanceRequest
 from .result import EnhancedPrompt, EnhanceStats
 from .text.cleanup import clean_output
@@ -225,18 +225,20 @@ class Enhancer:
 
     def _postprocess(self, request: EnhanceRequest, raw: str) -> tuple[str, Assessment]:
         """The cleaned text and its assessment; a text that fails only because of a few
-        sentences (one that talks to the user, adds a subject) passes without them."""
+        sentences (one that talks to the user, adds a subject) passes without them, and one
+        that only lost the prompt's camera move passes with a sentence that makes it."""
         budget = request.profile.length
         cleaned = clean_output(raw, fmt=request.profile.format, max_words=budget.max_words,
                                max_encoder_tokens=budget.max_encoder_tokens, encoder=budget.encoder,
                                counter=self._counter(request), keep_start=request.opening)
         text, assessment = cleaned.text, self._assess(request, cleaned.text)
         if not assessment.passed and request.profile.format != "tags":
-            trimmed = drop_offending_sentences(text, assessment)
-            if trimmed and trimmed != text:
-                second = self._assess(request, trimmed)
-                if second.passed:
-                    return trimmed, second
+            for mend in (drop_offending_sentences, say_lost_camera):
+                mended = mend(text, assessment)
+                if mended and mended != text:
+                    second = self._assess(request, mended)
+                    if second.passed:
+                        return mended, second
         return text, assessment
 
     def _counter(self, request: EnhanceRequest):

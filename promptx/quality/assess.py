@@ -2,8 +2,9 @@
 
 Findings, by kind:
 - lost: a subject, colour, material, count, number ("42", "route 66"),
-  spatial relation, way of moving ("running", ``actions``) or quoted text of the prompt is
-  missing (matched by lemma, synonym and WordNet hypernymy);
+  spatial relation, way of moving ("running", ``actions``), the ends of a
+  change (``change``) or quoted text of the prompt is missing (matched by
+  lemma, synonym and WordNet hypernymy);
   with an empty prompt, the subjects of the image's caption;
 - added_subject: a person, animal, vehicle or creature the prompt neither
   names nor licenses (``licensing``);
@@ -34,6 +35,7 @@ from .actions import action_findings
 from .assessment import Assessment, Finding
 from .attributes import attribute_findings, caption_contradictions
 from .camera import camera_findings
+from .change import change_findings
 from .cjk import cjk_added_subjects
 from .daytime import daytime_findings
 from .kinds import kind_findings
@@ -96,7 +98,7 @@ def assess(prompt: str, text: str, profile: "Profile | None" = None, *, context:
         kept, lexical = _lexical_findings(prompt, text, context, lex, captioned=captioned, edit=edit,
                                           unseen_image=unseen_image)
         findings += lexical
-        findings += [] if edit else action_findings(prompt, text, lex)   # "make it dance": said already
+        findings += [] if edit else action_findings(prompt, text, lex) + change_findings(prompt, text, lex)
     elif text.strip() and has_cjk(prompt) and has_cjk(text):
         lost = subject_problem(prompt, text)       # CJK on both sides: characters must survive
         if lost:
@@ -212,7 +214,8 @@ def _kept_subjects(source, output, src_words, out_words, lex, *,
 def _kept_by_its_kind(m: Mention, src_words, out_texts: set[str], lex: Lexicon) -> bool:
     """A compound's head kept by the word that names its kind: "matcha tea" by "matcha",
     "coconut fruit" by "coconut", "light house" by "lighthouse"; never by a person, animal
-    or vehicle ("corgi pizza" is no corgi) nor by a word of the picture ("light")."""
+    or vehicle ("corgi pizza" is no corgi), a body part ("hair drier") or a word of the picture
+    ("light")."""
     if not m.position:
         return False
     kind, head = src_words[m.position - 1], src_words[m.position]
@@ -225,7 +228,8 @@ def _kept_by_its_kind(m: Mention, src_words, out_texts: set[str], lex: Lexicon) 
     noun = lex.noun_lemma(kind.text)
     if noun is None:                     # a word the lexicon lacks: "matcha"
         return not lex.knows(kind.text)
-    return lex.is_noun(noun) and not lex.is_modifier_word(kind.text) and not lex.salient_class(noun)
+    return lex.is_noun(noun) and not lex.is_modifier_word(kind.text) and not lex.salient_class(noun) \
+        and lex.lexname(noun) != "noun.body"      # a "hair drier" is not kept by hair
 
 
 # words that bring something new into an image: "add a man", "a dog walks into the frame"

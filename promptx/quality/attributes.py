@@ -67,10 +67,12 @@ def _color_findings(m: Mention, source, output, same, src_words, out_words, hues
         return [] if _same_family(given, shades) else [_lost_color(m)]
     stated = [o.colors for o in same if o.colors]
     # the same noun said again in a plain colour word: "silver hair ... her dark hair"
-    restated = [_plain_colors(out_words, o.position, lex) for o in output
-                if o.lemma == m.lemma and not o.modifier and not _before_noun(out_words, o.position, lex)]
+    # ... or by a synonym that names no other thing of the prompt: "a yellow flower ... the pink blossom"
+    again = [o for o in output if not o.modifier and (o.lemma == m.lemma or _synonym(m.lemma, o.lemma, source, lex))]
+    restated = [_plain_colors(out_words, o.position, lex) for o in again
+                if not _before_noun(out_words, o.position, lex)]
     restated += [_predicated_colors(out_words, o.position, lex) | _covering_colors(out_words, o.position, lex)
-                 for o in output if o.lemma == m.lemma and not o.modifier]  # "is white", "has yellow skin"
+                 for o in again]  # "is white", "has yellow skin"
     plain_given = set().union(*(_plain_colors(src_words, s.position, lex) for s in source if s.lemma == m.lemma))
     one = sum(s.lemma == m.lemma for s in source) == 1       # "a brown bin with a green bin": which?
     clashing = [c for c in restated if c and one and plain_given and not _same_family(given, c)]
@@ -83,6 +85,11 @@ def _color_findings(m: Mention, source, output, same, src_words, out_words, hues
     if not stated and not _same_family(set(m.colors), hues):
         return [_lost_color(m)]
     return []
+
+
+def _synonym(lemma: str, other: str, source: list[Mention], lex: Lexicon) -> bool:
+    """``other`` shares a sense with ``lemma`` and names no other thing of the prompt."""
+    return other != lemma and lex.shares_a_sense(lemma, other) and all(s.lemma != other for s in source)
 
 
 def _material_findings(m: Mention, same: list[Mention], out_words: list[Word],

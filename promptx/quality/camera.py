@@ -7,7 +7,8 @@ keeps it when it names the same move (a synonym counts: "pushes in" for a
 zoom in), loses it when it names no move of that kind, and contradicts it
 when it names the opposite direction or, for a static camera, any move (a
 timelapse written as slow motion, or the other way round, is a ``speed``
-contradiction).
+contradiction); a move not made by a camera the output keeps still is a
+``camera_still`` contradiction.
 Not here: subjects, colours and counts (``attributes``), the rest of the form.
 """
 
@@ -17,7 +18,7 @@ import re
 
 from .assessment import Finding
 
-__all__ = ["MOVE_WORDS", "asks_static_camera", "camera_findings"]
+__all__ = ["MOVE_WORDS", "asks_static_camera", "camera_findings", "says_still_camera"]
 
 #: words that mostly move a camera ("pan" the cookware and "tracks" in the snow aside): what a
 #: static camera's output may not start to write
@@ -94,12 +95,10 @@ def camera_findings(prompt: str, text: str) -> list[Finding]:
             findings.append(Finding(kind="contradiction", code="camera", words=[name],
                                     detail=f'the output turns the camera\'s "{name}" into "{opposite}"'))
         elif not _COMPILED[name].search(text):
-            findings.append(Finding(kind="lost", code="lost_camera", words=[name],
-                                    detail=f'the output lost the camera move "{name}"'))
+            findings.append(_not_made(name, text))
     findings += _speed_findings(prompt, text)
     if _ORBIT_ASKED.search(prompt) and not _ORBIT_KEPT.search(text):
-        findings.append(Finding(kind="lost", code="lost_camera", words=["orbit"],
-                                detail='the output lost the camera move "orbit"'))
+        findings.append(_not_made("orbit", text))
     if asks_static_camera(prompt):
         found = _ANY_MOVE.search(text)
         moved = found.group(0) if found else _camera_travels(text)
@@ -107,6 +106,20 @@ def camera_findings(prompt: str, text: str) -> list[Finding]:
             findings.append(Finding(kind="contradiction", code="camera", words=["static"],
                                     detail=f'the prompt keeps the camera static; the output moves it ("{moved}")'))
     return findings
+
+
+def _not_made(move: str, text: str) -> Finding:
+    """A move the output does not make: lost, or contradicted by a camera it keeps still
+    ("The camera stays fixed at eye level." for a tilt up: ``camera_still``)."""
+    if _STATIC.search(text):
+        return Finding(kind="contradiction", code="camera_still", words=[move],
+                       detail=f'the output keeps the camera still instead of the move "{move}"')
+    return Finding(kind="lost", code="lost_camera", words=[move], detail=f'the output lost the camera move "{move}"')
+
+
+def says_still_camera(sentence: str) -> bool:
+    """The sentence keeps the camera still ("the camera stays fixed at eye level")."""
+    return bool(_STATIC.search(sentence))
 
 
 _TIMELAPSE = re.compile(r"\btime[- ]?lapse\b", re.I)

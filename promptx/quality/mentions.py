@@ -92,6 +92,16 @@ def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
     return out
 
 
+def _group_count(ws: list[Word], k: int) -> int | None:
+    """The members a counted group word at ``k`` stands for: "a pair of" 2, "two pairs of" 4
+    (None: no group word, or a vague one: "dozens of")."""
+    times = NUMBERS.get(ws[k - 1].text, 1) if k and ws[k - 1].phrase == ws[k].phrase else 1
+    group = ws[k].text
+    if group.endswith("s") and times > 1:      # "two pairs of"; a bare "dozens of" is vague
+        group = group[:-1]
+    return GROUP_COUNTS[group] * times if group in GROUP_COUNTS else None
+
+
 # first noun senses of words used mostly as verbs that still name a being: "a blue bear", "the duck"
 _BEINGS = frozenset({"noun.animal", "noun.person"})
 
@@ -160,8 +170,8 @@ def _modifiers(ws: list[Word], i: int, lex: Lexicon) -> tuple[set[str], int | No
             subset = j and ws[j - 1].text in _SUBSET          # "the other five friends": some of them
             count = None if subset else NUMBERS[t] if t in NUMBERS else _whole_number(t)
             break
-        elif t == "of" and j >= 1 and ws[j - 1].text in GROUP_COUNTS:
-            count = GROUP_COUNTS[ws[j - 1].text]
+        elif t == "of" and j >= 1 and _group_count(ws, j - 1):
+            count = _group_count(ws, j - 1)
             break
         elif t in _VAGUE_COUNTS:
             vague = True

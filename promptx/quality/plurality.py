@@ -30,6 +30,8 @@ __all__ = ["plurality_findings"]
 # trees behind", "a cloud" among "the clouds")
 _THINGS = frozenset({"noun.animal", "noun.artifact", "noun.food", "noun.shape"})
 _SCENERY = frozenset({"noun.plant", "noun.object", "noun.location", "noun.phenomenon", "noun.group"})
+# scenery first, a thing in a later sense: a fruit ("a plum": first the tree), an appliance ("a microwave")
+_SCENERY_THINGS = {"noun.plant": "noun.food", "noun.phenomenon": "noun.artifact"}
 _UNJUDGED = frozenset("""person people man woman child kid crowd family group wall window floor step stair
     brick tile road street path fence column pillar building""".split())   # people; parts of a place
 # words before a plural that make it the prompt's thing said again as several ("the bees
@@ -73,9 +75,14 @@ def _said_by_its_end(o: Mention, m: Mention, source: list[Mention]) -> bool:
 
 def _a_thing(lemma: str, lex: Lexicon) -> bool:
     """Its first sense is a thing, or one of its next senses is and the first is not scenery
-    ("a ring": first a shape's attribute, then the jewel; "a book"; not "a tree", a plant first)."""
+    ("a ring": first a shape's attribute, then the jewel; "a book"; not "a tree", a plant first),
+    or it is the fruit of a plant or the appliance of a phenomenon ("a plum", "a microwave")."""
     names = lex.lexnames(lemma)
-    return bool(names) and (names[0] in _THINGS or names[0] not in _SCENERY and bool(set(names[1:]) & _THINGS))
+    if not names:
+        return False
+    later = set(names[1:])
+    return names[0] in _THINGS or names[0] not in _SCENERY and bool(later & _THINGS) \
+        or _SCENERY_THINGS.get(names[0]) in later
 
 
 def _one(m: Mention, src_words: list[Word]) -> bool:

@@ -1,8 +1,9 @@
 """Keep a good prompt whose only flaw is a few sentences: drop the sentences that an
 assessment's findings point at (a sentence that adds a subject, addresses the reader,
 speaks in the first person, quotes speech, talks to the user, calls a painting a
-photograph or names a time of day the prompt rules out), so one stray sentence does
-not cost a new attempt.
+photograph or names a time of day the prompt rules out), or add the one that says a
+camera move or speed the prompt asked for and the text never made (dropping any that
+keeps the camera still), so one stray or missing sentence does not cost a new attempt.
 
 Not here: deciding whether the rest is good (the caller assesses it again).
 """
@@ -11,17 +12,28 @@ from __future__ import annotations
 
 import re
 
+from promptx.text.language import has_cjk
 from promptx.text.validate import talking_to_user
 
 from .assessment import Assessment
+from .camera import says_still_camera
 from .form import FIRST_PERSON
 from .lexicon import lexicon
 
-__all__ = ["drop_offending_sentences"]
+__all__ = ["drop_offending_sentences", "say_lost_camera"]
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _DROPPABLE = frozenset({"second_person", "first_person", "dialogue", "talks_to_user"})
 _WORDED = frozenset({"medium", "time_of_day"})    # contradictions said by words a sentence can lose
+# how a closing sentence says each move or speed ``camera`` finds lost (its own patterns keep them)
+_CAMERA_SENTENCES = {"pan left": "The camera pans slowly to the left.",
+                     "pan right": "The camera pans slowly to the right.",
+                     "tilt up": "The camera tilts slowly upward.", "tilt down": "The camera tilts slowly downward.",
+                     "zoom in": "The camera slowly zooms in.", "zoom out": "The camera slowly zooms out.",
+                     "orbit": "The camera orbits around the scene.",
+                     "timelapse": "The whole scene plays as a timelapse.",
+                     "slow motion": "Everything moves in slow motion."}
+_SPEEDS = frozenset({"timelapse", "slow motion"})
 
 
 def drop_offending_sentences(text: str, assessment: Assessment) -> str:
@@ -56,3 +68,23 @@ def _offends(sentence: str, added: set[str], codes: set[str]) -> bool:
     if any(" " in w and w in low for w in added):
         return True                              # "early morning", "broad daylight"
     return any(w in added or lex.noun_lemma(w) in added for w in re.findall(r"[a-z]+", low))
+
+
+def say_lost_camera(text: str, assessment: Assessment) -> str:
+    """``text`` with a closing sentence for each camera move or speed it lost (and without the
+    sentences that keep the camera still), when such losses are all that is wrong with an
+    English paragraph; else ``text`` unchanged ("" when nothing would be left)."""
+    findings = assessment.findings
+    lost = [w for f in findings for w in f.words]
+    if not findings or any(f.code not in ("lost_camera", "camera_still") for f in findings) or has_cjk(text):
+        return text
+    if any(move not in _CAMERA_SENTENCES for move in lost):
+        return text
+    moves = set(lost) - _SPEEDS                  # a timelapse may well keep its camera still
+    kept = [s.strip() for s in _SENTENCE_BREAK.split(text.strip())
+            if s.strip() and not (moves and says_still_camera(s))]
+    if not kept:
+        return ""
+    body = " ".join(kept)
+    body = body if body.endswith((".", "!", "?")) else body + "."
+    return " ".join([body, *(_CAMERA_SENTENCES[move] for move in dict.fromkeys(lost))])

@@ -142,3 +142,14 @@ def test_a_backend_that_declares_its_languages_is_not_asked_to_enhance_another()
     anything = ScriptedBackend(["一只橘猫踩着滑板穿过安静的街道，尾巴高高翘起，午后暖光，低机位跟拍，画面清晰细腻，写实风格。"])
     assert not Enhancer(backend=anything, retries=0).enhance("一只猫在滑板上", "wan-t2v", seed=1).skipped
     assert len(anything.chats) == 1                    # languages=None (a remote model): tried
+
+
+def test_an_output_that_only_lost_the_camera_move_is_kept_with_a_sentence_that_makes_it():
+    unmoved = ("A ginger cat rides a red skateboard down a quiet sunlit street, its paws spread wide for balance "
+               "and its tail held high as the wheels rattle over the cracks in the asphalt. Warm late afternoon "
+               "light falls across the parked cars and shop windows, long soft shadows stretch behind the board, "
+               "and leaves drift along the kerb. Realistic footage, shallow depth of field.")
+    result = Enhancer(backend=ScriptedBackend([unmoved]), retries=0).enhance(
+        "a cat on a skateboard, camera pans left", "video", seed=1)
+    assert not result.fallback and result.stats.attempts == 1
+    assert result.text == unmoved + " The camera pans slowly to the left."

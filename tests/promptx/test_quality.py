@@ -12,7 +12,7 @@ import pytest
 from promptx.profiles.registry import default_registry
 from promptx.quality import KINDS, Assessment, assess
 from promptx.quality.constraint import DecodingConstraint, VocabularyIndex
-from promptx.quality.salvage import drop_offending_sentences
+from promptx.quality.salvage import drop_offending_sentences, say_lost_camera
 
 LABELS_DIR = Path(__file__).resolve().parents[1] / "data" / "faithfulness"
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -91,6 +91,21 @@ FINDING_PAIRS = [
     ("contradiction", "count", "a pair of red shoes on a doorstep",
      "single red high heel shoe, stone doorstep, morning light, fashion photography",
      "pair of red high heel shoes, stone doorstep, morning light, fashion photography", None),
+    ("contradiction", "count", "a pair of blue sneakers by a door",         # two pairs are four
+     "Two pairs of blue sneakers stand by a wooden door in the morning light.",
+     "A pair of blue sneakers stands by a wooden door in the morning light.", None),
+    ("contradiction", "color", "a green leaf and a yellow flower",        # said again by a synonym
+     "A green leaf and a yellow flower lie on a stone bench. The pink blossom is half hidden by the leaf.",
+     "A green leaf and a yellow flower lie on a stone bench. The yellow blossom is half hidden by the leaf.", None),
+    ("lost", "lost_change", "A flower changes from purple to orange.",     # the change's end never comes
+     "A purple flower sways in the breeze in a quiet garden, dew on its petals.",
+     "A purple flower slowly turns orange in a quiet garden, dew on its petals.", None),
+    ("lost", "lost_change", "The plastic toy transformed into a glass toy.",   # the glass comes first
+     "A glass plastic toy on a table transformed into a heavy wooden spoon.",
+     "A plastic toy on a table slowly transformed into a clear glass toy.", None),
+    ("lost", "lost_subject", "a towel beside a hair drier",          # the hair keeps no drier
+     "A folded white towel on a shelf, for anyone who wants to keep their hair dry.",
+     "A folded white towel on a shelf beside a black hair drier.", None),
     ("lost", "lost_count", "four wine glasses on a marble counter",
      "Several crystal wine glasses stand on a polished marble counter in warm light.",
      "Four crystal wine glasses stand on a polished marble counter in warm light.", None),
@@ -224,7 +239,7 @@ FINDING_PAIRS = [
     ("contradiction", "color", "a brown banana on a plate",        # the colour of its skin
      "A brown banana lies on a white plate. The banana has pale yellow skin and a green stem.",
      "A brown banana lies on a white plate. The banana has speckled brown skin and a dark stem.", None),
-    ("lost", "lost_camera", "The camera orbits around. Lighthouse.",
+    ("contradiction", "camera_still", "The camera orbits around. Lighthouse.",   # kept still: no orbit
      "A white lighthouse stands on a rocky point. The camera holds still at eye level.",
      "A white lighthouse stands on a rocky point as the camera slowly circles it at eye level.", None),
     ("lost", "lost_action", "A man is sweeping the porch.",
@@ -245,6 +260,12 @@ FINDING_PAIRS = [
     ("contradiction", "count", "the diamond ring on a velvet cushion",   # a ring: a shape first, then a jewel
      "The two diamond rings rest on a velvet cushion on a dresser, soft light.",
      "The diamond ring rests on a velvet cushion on a dresser, soft light.", None),
+    ("contradiction", "count", "a pumpkin on a porch step",           # a fruit, though the plant comes first
+     "A pumpkin sits on a porch step. The pumpkins glow orange in the low sun.",
+     "A pumpkin sits on a porch step. The pumpkin glows orange in the low sun.", None),
+    ("contradiction", "count", "a microwave on a kitchen counter",     # an appliance, not the radiation
+     "A microwave on a kitchen counter. The microwaves hum side by side under the cabinets.",
+     "A microwave on a kitchen counter. The microwave hums under the cabinets.", None),
     ("contradiction", "count", "two teaspoons beside a saucer",        # said by the word it ends in
      "Two teaspoons lie beside a saucer. The three spoons shine in the morning light.",
      "Two teaspoons lie beside a saucer. The spoons shine in the morning light.", None),
@@ -460,6 +481,56 @@ def test_salvage_drops_a_first_person_or_a_chinese_sentence_that_adds_a_subject(
     assert salvaged == "老渔夫坐在岸边钓鱼。湖面平静。"
 
 
+CAMERA_ASKS = [("A red fox crosses a snowy field, camera pans left.", "pan left",
+                "A red fox crosses a snowy field under a pale sky"),
+               ("A red fox crosses a snowy field, pan right.", "pan right",
+                "A red fox trots across a snowy field, its breath fogging."),
+               ("A lighthouse on a cliff, tilt up.", "tilt up", "A white lighthouse stands on a rocky cliff."),
+               ("A lighthouse on a cliff, tilt down.", "tilt down", "A lighthouse on a cliff above the waves."),
+               ("A bowl of ramen on a counter, zoom in.", "zoom in",
+                "A steaming bowl of ramen on a wooden counter."),
+               ("A bowl of ramen on a counter, zoom out.", "zoom out", "A bowl of ramen sits on a steel counter."),
+               ("A bronze statue in a square, the camera orbits around it.", "orbit",
+                "A bronze statue stands in a quiet square at noon."),
+               ("A timelapse of clouds rolling over a valley.", "timelapse",
+                "Clouds roll over a green valley, their shadows racing across the fields."),
+               ("A drop of water falls into a glass of milk in slow motion.", "slow motion",
+                "A drop of water falls into a glass of milk, a crown of white splashing up.")]
+
+
+@pytest.mark.parametrize(("prompt", "move", "text"), CAMERA_ASKS)
+def test_a_text_that_only_lost_the_camera_move_is_mended_by_a_closing_sentence(prompt, move, text):
+    before = assess(prompt, text)
+    assert [(f.code, f.words) for f in before.findings] == [("lost_camera", [move])]
+    mended = say_lost_camera(text, before)
+    assert mended.startswith(text.rstrip(".")) and mended.endswith(".") and assess(prompt, mended).passed
+
+
+def test_a_camera_kept_still_instead_of_the_move_is_mended_without_its_sentence():
+    prompt = "A lighthouse on a cliff, tilt up."
+    text = "A white lighthouse stands on a rocky cliff. The camera stays fixed at eye level. Gulls wheel overhead."
+    result = assess(prompt, text)
+    assert [(f.code, f.kind) for f in result.findings] == [("camera_still", "contradiction")]
+    mended = say_lost_camera(text, result)
+    assert mended == ("A white lighthouse stands on a rocky cliff. Gulls wheel overhead. "
+                      "The camera tilts slowly upward.")
+    assert assess(prompt, mended).passed
+    timelapse = "A timelapse of clouds rolling over a valley."      # a still camera suits a timelapse
+    still = "Clouds roll over a green valley. The camera stays fixed on the ridge."
+    assert say_lost_camera(still, assess(timelapse, still)).startswith(still)
+
+
+def test_a_lost_camera_move_is_not_mended_beside_another_finding_or_in_chinese():
+    prompt = "A red fox crosses a snowy field, camera pans left."
+    lost_fox = "Deep snow covers a quiet field under a pale sky, soft light, realistic footage."
+    result = assess(prompt, lost_fox)
+    assert "lost_camera" in {f.code for f in result.findings} and len(result.findings) > 1
+    assert say_lost_camera(lost_fox, result) == lost_fox
+    only_camera = assess(prompt, "A red fox crosses a snowy field.")
+    assert [f.code for f in only_camera.findings] == ["lost_camera"]
+    assert say_lost_camera("一只红狐狸穿过雪地。", only_camera) == "一只红狐狸穿过雪地。"
+
+
 def test_made_up_text_to_draw_fails_and_its_sentence_can_be_dropped():
     profile = default_registry().get("wan-t2v")
     text = ("A black laptop with a sleek aluminum lid sits open on a wooden desk beside a mug and a small plant. "
@@ -556,6 +627,10 @@ def test_decoding_constraint_bans_what_the_assessment_would_reject():
 
 # (code, prompt, text, profile): cases the checks of 2026-12-03 must leave alone
 NOT_JUDGED = [
+    ("lost_change", "A car turns into a narrow driveway at dusk.",        # a turn of the wheel, no change
+     "A red car turns slowly off the road at dusk, its headlights sweeping the hedges.", None),
+    ("lost_change", "A balloon changes from small to large.",             # any word of the size, in order
+     "A small red balloon swells until it is huge, its skin stretched thin.", None),
     ("camera", "a lantern on a porch, zoom in", "A lantern glows on a porch. The camera glides toward it, then "
      "drifts back and forth in the breeze.", None),                  # not a pull back
     ("camera", "a lantern on a porch, zoom out", "A lantern glows on a porch. The camera pulls back, then moves "

@@ -1,0 +1,113 @@
+"""A change the prompt asks for: where it starts and where it ends, both said, in that order.
+
+"A flower changes from purple to orange", "a panda changes from small to big",
+"the plastic toy transformed into a glass toy": a video of the change needs
+the output to say the first state and, after it, the last one. A small model
+keeps the subject and drops one end ("a purple flower sways in the breeze"),
+or turns the thing into something else ("a glass plastic toy transformed into a
+wooden spoon": the glass comes before the plastic, and the toy never becomes
+glass). A state is said by its own word or a near one: a colour by its family,
+a size by any word of its class ("huge", "larger", "grows"), a material by its
+family, another state by a word of its stem ("brightens", "darker").
+Not here: what else the output does to the thing (``attributes``, ``opposites``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .assessment import Finding
+from .lexicon import Lexicon
+from .materials import is_material, same_material
+from .matching import matches
+from .words import Word, color_of, words
+
+__all__ = ["change_findings"]
+
+# "changes from purple to orange" (a state of one or two words: "deep black", "flickering dimly")
+_FROM_TO = re.compile(r"\bchang(?:es|ed|e|ing) from ([a-z-]+(?: [a-z-]+)?) to ([a-z-]+(?: [a-z-]+)?)", re.I)
+# "transformed into a glass toy" ("turns into" is often a street: not read)
+_INTO = re.compile(r"\b(?:transform|morph|chang)(?:s|es|ed|e|ing)? into (?:an? |the )?((?:[a-z-]+ ){0,3}[a-z-]+)",
+                   re.I)
+_NOT_A_STATE = frozenset("as when while and with under in at on after before until the a an".split())
+# words of a size or a light, with the forms that say them
+_SIZES = {"big": "big bigger biggest large larger largest huge giant enormous massive grows grow growing grew "
+                 "swells swell swelling expands expand expanding",
+          "small": "small smaller smallest tiny little miniature shrinks shrink shrinking shrank shrunk"}
+_NEAR = {"bright": "light lit glows glow glowing brilliant luminous radiant", "dark": "black dim unlit shadowy",
+         "dim": "dark faint", "faint": "dim", "dull": "matte"}
+_SAME_SIZE = {word: name for name, forms in _SIZES.items() for word in forms.split()}
+_SAME_SIZE.update({"large": "big", "tiny": "small", "little": "small"})
+
+
+def change_findings(prompt: str, text: str, lex: Lexicon) -> list[Finding]:
+    """A ``lost_change`` finding when the output does not say the change's first state and,
+    after it, its last one."""
+    ends = _asked_change(prompt, lex)
+    if ends is None:
+        return []
+    start, end = ends
+    out = words(text)
+    first = _first_said(start, out, lex)
+    if first is None:
+        return [_lost(start, "where the change starts")]
+    if not any(_says(state, w, lex) for w in out[first + 1:] for state in end):
+        return [_lost(end, "where the change ends, after where it starts")]
+    return []
+
+
+def _asked_change(prompt: str, lex: Lexicon) -> tuple[list[str], list[str]] | None:
+    """The words of the first and the last state of the prompt's change, if it asks for one."""
+    found = _FROM_TO.search(prompt)
+    if found:
+        start, end = _states(found.group(1), lex), _states(found.group(2), lex)
+        return (start, end) if start and end else None
+    found = _INTO.search(prompt)
+    if not found:
+        return None
+    *describing, noun = found.group(1).lower().split()
+    end = _states(" ".join(describing), lex) or [noun]
+    before = [w.text for w in words(prompt[:found.start()])]
+    start = [w for w in before if _state_word(w, lex)] if describing else before[-1:]
+    return (start, end) if start else None
+
+
+def _states(phrase: str, lex: Lexicon) -> list[str]:
+    """The words of a state phrase that say the state ("deep black": black; "white as": white)."""
+    kept = []
+    for word in phrase.lower().split():
+        if word in _NOT_A_STATE:
+            break
+        kept.append(word)
+    said = [w for w in kept if _state_word(w, lex)]
+    return said or kept[-1:]
+
+
+def _state_word(word: str, lex: Lexicon) -> bool:
+    return bool(color_of(word, lex)) or is_material(word) or word in _SAME_SIZE or lex.is_modifier_word(word)
+
+
+def _first_said(states: list[str], out: list[Word], lex: Lexicon) -> int | None:
+    return next((i for i, w in enumerate(out) if any(_says(s, w, lex) for s in states)), None)
+
+
+def _says(state: str, word: Word, lex: Lexicon) -> bool:
+    """``word`` of the output says ``state``."""
+    said = word.text
+    if said == state or state in _NEAR and said in _NEAR[state].split():
+        return True
+    hue = color_of(state, lex)
+    if hue:
+        return color_of(said, lex) == hue or (hue in ("yellow", "gold") and color_of(said, lex) in ("yellow", "gold"))
+    if is_material(state):
+        return is_material(said) and same_material(state, said)
+    if state in _SAME_SIZE:
+        return _SAME_SIZE.get(said) == _SAME_SIZE[state]
+    if len(state) >= 3 and said.startswith(state):
+        return True                          # "brightens", "darker", "dimly"
+    return lex.is_noun(state) and matches(state, lex.noun_lemma(said) or said, lex)
+
+
+def _lost(states: list[str], what: str) -> Finding:
+    return Finding(kind="lost", code="lost_change", words=states,
+                   detail=f'the output does not say {what} ("{" ".join(states)}")')
