@@ -28,7 +28,7 @@ from .profiles.registry import registry_for
 from .profiles.render import render_messages
 from .profiles.schema import Profile, count_words
 from .quality import Assessment, assess
-from .quality.salvage import drop_offending_sentences, say_lost_camera
+from .quality.salvage import drop_offending_sentences, say_asked_view, say_lost_camera
 from .request import EnhanceRequest
 from .result import EnhancedPrompt, EnhanceStats
 from .text.cleanup import clean_output
@@ -226,12 +226,14 @@ class Enhancer:
     def _postprocess(self, request: EnhanceRequest, raw: str) -> tuple[str, Assessment]:
         """The cleaned text and its assessment; a text that fails only because of a few
         sentences (one that talks to the user, adds a subject) passes without them, and one
-        that only lost the prompt's camera move passes with a sentence that makes it."""
+        that only lost the prompt's camera move passes with a sentence that makes it; a view the
+        prompt names ("front view") and the text does not is said at its end."""
         budget = request.profile.length
         cleaned = clean_output(raw, fmt=request.profile.format, max_words=budget.max_words,
                                max_encoder_tokens=budget.max_encoder_tokens, encoder=budget.encoder,
                                counter=self._counter(request), keep_start=request.opening)
-        text, assessment = cleaned.text, self._assess(request, cleaned.text)
+        text = cleaned.text if request.profile.format == "tags" else say_asked_view(request.prompt, cleaned.text)
+        assessment = self._assess(request, text)
         if not assessment.passed and request.profile.format != "tags":
             for mend in (drop_offending_sentences, say_lost_camera):
                 mended = mend(text, assessment)

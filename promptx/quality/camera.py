@@ -18,7 +18,7 @@ import re
 
 from .assessment import Finding
 
-__all__ = ["MOVE_WORDS", "asks_static_camera", "camera_findings", "says_still_camera"]
+__all__ = ["MOVE_WORDS", "asks_static_camera", "asked_view", "camera_findings", "says_still_camera"]
 
 #: words that mostly move a camera ("pan" the cookware and "tracks" in the snow aside): what a
 #: static camera's output may not start to write
@@ -150,3 +150,23 @@ def _speed_findings(prompt: str, text: str) -> list[Finding]:
             return [Finding(kind="lost", code="lost_camera", words=[name],
                             detail=f"the output lost the prompt's {name}")]
     return []
+
+
+# a view the prompt names ("a cup on the left of a fork, front view"), and the words that keep it
+_VIEWS = {"front view": r"\bfront(?:al)?[- ](?:view|shot|angle|on)\b|\bfrom the front\b|\bhead-on\b",
+          "side view": r"\bside[- ](?:view|shot|angle|on)\b|\bfrom the side\b|\bin profile\b",
+          "top view": r"\btop[- ](?:view|down)\b|\bfrom above\b|\boverhead\b",
+          "aerial view": r"\baerial\b|\bfrom above\b|\bbird'?s[- ]eye\b|\bdrone\b",
+          "overhead view": r"\boverhead\b|\bfrom above\b|\btop[- ](?:view|down)\b",
+          "bird's-eye view": r"\bbird'?s[- ]eye\b|\baerial\b|\bfrom above\b"}
+_VIEW_ASKED = re.compile(r"\b(front|side|top|aerial|overhead|bird'?s[- ]eye) view\b", re.I)
+
+
+def asked_view(prompt: str, text: str) -> str | None:
+    """The view the prompt names ("front view") when ``text`` does not say it, else None."""
+    found = _VIEW_ASKED.search(prompt)
+    if not found:
+        return None
+    name = found.group(0).lower().replace("birds", "bird's").replace("bird's eye", "bird's-eye")
+    kept = _VIEWS.get(name)
+    return None if kept is None or re.search(kept, text, re.I) else name

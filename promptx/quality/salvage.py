@@ -3,7 +3,8 @@ assessment's findings point at (a sentence that adds a subject, addresses the re
 speaks in the first person, quotes speech, talks to the user, calls a painting a
 photograph or names a time of day the prompt rules out), or add the one that says a
 camera move or speed the prompt asked for and the text never made (dropping any that
-keeps the camera still), so one stray or missing sentence does not cost a new attempt.
+keeps the camera still), so one stray or missing sentence does not cost a new attempt; and
+close a text with the view its prompt names ("front view") when it does not say it.
 
 Not here: deciding whether the rest is good (the caller assesses it again).
 """
@@ -16,11 +17,11 @@ from promptx.text.language import has_cjk
 from promptx.text.validate import talking_to_user
 
 from .assessment import Assessment
-from .camera import says_still_camera
+from .camera import asked_view, says_still_camera
 from .form import FIRST_PERSON
 from .lexicon import lexicon
 
-__all__ = ["drop_offending_sentences", "say_lost_camera"]
+__all__ = ["drop_offending_sentences", "say_asked_view", "say_lost_camera"]
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _DROPPABLE = frozenset({"second_person", "first_person", "dialogue", "talks_to_user"})
@@ -88,3 +89,14 @@ def say_lost_camera(text: str, assessment: Assessment) -> str:
     body = " ".join(kept)
     body = body if body.endswith((".", "!", "?")) else body + "."
     return " ".join([body, *(_CAMERA_SENTENCES[move] for move in dict.fromkeys(lost))])
+
+
+def say_asked_view(prompt: str, text: str) -> str:
+    """``text`` closed with the view the prompt names ("Front view.") when it does not say
+    it, for an English paragraph; else ``text`` unchanged."""
+    view = asked_view(prompt, text)
+    if view is None or not text.strip() or has_cjk(text):
+        return text
+    body = text.rstrip()
+    body = body if body.endswith((".", "!", "?")) else body + "."
+    return f"{body} {view[0].upper()}{view[1:]}."

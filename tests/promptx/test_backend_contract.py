@@ -153,3 +153,12 @@ def test_an_output_that_only_lost_the_camera_move_is_kept_with_a_sentence_that_m
         "a cat on a skateboard, camera pans left", "video", seed=1)
     assert not result.fallback and result.stats.attempts == 1
     assert result.text == unmoved + " The camera pans slowly to the left."
+
+
+def test_the_view_a_prompt_names_is_said_at_the_end_of_an_output_that_drops_it():
+    cup = ("A white porcelain cup stands on the left of a polished silver fork on a pale oak table, a thin "
+           "curl of steam rising from the cup while soft morning light falls across the grain of the wood and "
+           "catches the edge of the fork. Realistic photograph, shallow depth of field.")
+    result = Enhancer(backend=ScriptedBackend([cup]), retries=0).enhance(
+        "a cup on the left of a fork, front view", "image", seed=1)
+    assert not result.fallback and result.text == cup + " Front view."

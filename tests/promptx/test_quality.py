@@ -12,7 +12,7 @@ import pytest
 from promptx.profiles.registry import default_registry
 from promptx.quality import KINDS, Assessment, assess
 from promptx.quality.constraint import DecodingConstraint, VocabularyIndex
-from promptx.quality.salvage import drop_offending_sentences, say_lost_camera
+from promptx.quality.salvage import drop_offending_sentences, say_asked_view, say_lost_camera
 
 LABELS_DIR = Path(__file__).resolve().parents[1] / "data" / "faithfulness"
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -518,6 +518,21 @@ def test_a_camera_kept_still_instead_of_the_move_is_mended_without_its_sentence(
     timelapse = "A timelapse of clouds rolling over a valley."      # a still camera suits a timelapse
     still = "Clouds roll over a green valley. The camera stays fixed on the ridge."
     assert say_lost_camera(still, assess(timelapse, still)).startswith(still)
+
+
+@pytest.mark.parametrize(("prompt", "text", "said"), [
+    ("a cup on the left of a fork, front view", "A white cup stands left of a silver fork", "Front view."),
+    ("a vase beside a lamp, side view", "A blue vase stands beside a brass lamp on a shelf.", "Side view."),
+    ("an aerial view of a snowy road in a forest", "A snowy road winds through dark pines.", "Aerial view."),
+    ("a bird's eye view of a harbour", "Fishing boats crowd a small stone harbour.", "Bird's-eye view."),
+])
+def test_a_view_the_prompt_names_closes_a_text_that_does_not_say_it(prompt, text, said):
+    assert say_asked_view(prompt, text) == f"{text.rstrip('.')}. {said}"
+    kept = say_asked_view(prompt, text)
+    assert say_asked_view(prompt, kept) == kept                     # said once
+    assert say_asked_view("a cup on the left of a fork, front view", "A cup left of a fork, seen from the front.") \
+        == "A cup left of a fork, seen from the front."
+    assert say_asked_view("a cup beside a fork", text) == text      # no view asked
 
 
 def test_a_lost_camera_move_is_not_mended_beside_another_finding_or_in_chinese():
