@@ -18,7 +18,7 @@ import re
 
 from .assessment import Finding
 
-__all__ = ["MOVE_WORDS", "asks_static_camera", "asked_view", "camera_findings", "says_still_camera"]
+__all__ = ["MOVE_WORDS", "asks_static_camera", "asked_view", "camera_findings", "directs_camera"]
 
 #: words that mostly move a camera ("pan" the cookware and "tracks" in the snow aside): what a
 #: static camera's output may not start to write
@@ -117,9 +117,17 @@ def _not_made(move: str, text: str) -> Finding:
     return Finding(kind="lost", code="lost_camera", words=[move], detail=f'the output lost the camera move "{move}"')
 
 
-def says_still_camera(sentence: str) -> bool:
-    """The sentence keeps the camera still ("the camera stays fixed at eye level")."""
-    return bool(_STATIC.search(sentence))
+_SIDEWAYS = re.compile(r"\bcamera (?:\w+ly )?(?:moves|glides|drifts|travels) (?:\w+ly )?(?:left|right|up|down)\b",
+                       re.I)
+
+
+def directs_camera(sentence: str) -> bool:
+    """The sentence moves the camera or keeps it still ("The camera moves slowly right along
+    the ridges.", "The camera stays fixed."; not "The camera holds a medium shot.")."""
+    if not re.search(r"\bcamera\b", sentence, re.I):
+        return False
+    return bool(_STATIC.search(sentence) or _ANY_MOVE.search(sentence) or _camera_travels(sentence)
+                or _SIDEWAYS.search(sentence))
 
 
 _TIMELAPSE = re.compile(r"\btime[- ]?lapse\b", re.I)

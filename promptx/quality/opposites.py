@@ -6,7 +6,8 @@ has an even smooth texture", "an old man" -> "the young man": the output names
 the prompt's thing again and gives it a word of an opposite class. Only words
 right before the noun (in its phrase), after "is"/"looks" or before "texture",
 "surface", "finish" count, and a thing the prompt names twice ("a big dog and a
-small dog") is not judged.
+small dog") is not judged. A shape the prompt gives a thing ("a triangular chain
+necklace") that no word of the output says ("triangle-shaped" does) is lost.
 Not here: colours, counts and materials (``attributes``).
 """
 
@@ -84,7 +85,29 @@ def opposite_findings(source: list[Mention], output: list[Mention], src_words: l
                                      detail=f'the output makes "{m.lemma}" {", ".join(clash)} '
                                             f'(the prompt: {", ".join(sorted(given))})'))
                 break
-    return unique(found)
+    return unique(found + _lost_shapes(source, src_words, out_words))
+
+
+# the words that say each shape anywhere in a text ("triangle-shaped", "a hexagon")
+_SHAPE_SAID = {"round": "circle circles sphere spheres disc disk ring ball-shaped",
+               "square": "squares rectangle rectangles cube cubes box-shaped",
+               "triangular": "triangle triangles triangle-shaped",
+               "pentagonal": "pentagon pentagons pentagon-shaped",
+               "hexagonal": "hexagon hexagons hexagon-shaped honeycomb",
+               "octagonal": "octagon octagons octagon-shaped"}
+
+
+def _lost_shapes(source: list[Mention], src_words: list[Word], out_words: list[Word]) -> list[Finding]:
+    """A ``lost_shape`` for each shape the prompt gives a thing ("a triangular chain necklace")
+    that no word of the output says."""
+    said = {w.text for w in out_words}
+    lost = []
+    for m in source:
+        for shape in sorted(_before(src_words, m.position) & set(_SHAPES)):
+            if not said & (_CLASSES[shape] | set(_SHAPE_SAID[shape].split())):
+                lost.append(Finding(kind="lost", code="lost_shape", words=[m.lemma, shape],
+                                    detail=f'the output lost the shape of "{m.lemma}" ({shape})'))
+    return lost
 
 
 def _before(ws: list[Word], position: int) -> set[str]:

@@ -2,8 +2,8 @@
 assessment's findings point at (a sentence that adds a subject, addresses the reader,
 speaks in the first person, quotes speech, talks to the user, calls a painting a
 photograph or names a time of day the prompt rules out), or add the one that says a
-camera move or speed the prompt asked for and the text never made (dropping any that
-keeps the camera still), so one stray or missing sentence does not cost a new attempt; and
+camera move or speed the prompt asked for and the text never made (dropping those that
+direct the camera otherwise), so one stray or missing sentence does not cost a new attempt; and
 close a text with the view its prompt names ("front view") when it does not say it.
 
 Not here: deciding whether the rest is good (the caller assesses it again).
@@ -17,7 +17,7 @@ from promptx.text.language import has_cjk
 from promptx.text.validate import talking_to_user
 
 from .assessment import Assessment
-from .camera import asked_view, says_still_camera
+from .camera import asked_view, directs_camera
 from .form import FIRST_PERSON
 from .lexicon import lexicon
 
@@ -72,18 +72,19 @@ def _offends(sentence: str, added: set[str], codes: set[str]) -> bool:
 
 
 def say_lost_camera(text: str, assessment: Assessment) -> str:
-    """``text`` with a closing sentence for each camera move or speed it lost (and without the
-    sentences that keep the camera still), when such losses are all that is wrong with an
-    English paragraph; else ``text`` unchanged ("" when nothing would be left)."""
+    """``text`` with a closing sentence for each camera move or speed it lost (and, for a move,
+    without the sentences that move the camera otherwise or keep it still), when such losses
+    are all that is wrong with an English paragraph; else ``text`` unchanged ("" when nothing
+    would be left)."""
     findings = assessment.findings
     lost = [w for f in findings for w in f.words]
     if not findings or any(f.code not in ("lost_camera", "camera_still") for f in findings) or has_cjk(text):
         return text
     if any(move not in _CAMERA_SENTENCES for move in lost):
         return text
-    moves = set(lost) - _SPEEDS                  # a timelapse may well keep its camera still
+    moves = set(lost) - _SPEEDS       # a move replaces what the text made the camera do; a speed does not
     kept = [s.strip() for s in _SENTENCE_BREAK.split(text.strip())
-            if s.strip() and not (moves and says_still_camera(s))]
+            if s.strip() and not (moves and directs_camera(s))]
     if not kept:
         return ""
     body = " ".join(kept)

@@ -106,6 +106,9 @@ FINDING_PAIRS = [
     ("lost", "lost_subject", "a towel beside a hair drier",          # the hair keeps no drier
      "A folded white towel on a shelf, for anyone who wants to keep their hair dry.",
      "A folded white towel on a shelf beside a black hair drier.", None),
+    ("lost", "lost_shape", "a teardrop pendant and a triangular chain necklace",   # a shape said nowhere
+     "A teardrop pendant hangs beside a thin chain necklace on a velvet stand, glinting in soft light.",
+     "A teardrop pendant hangs beside a triangle-shaped chain necklace on a velvet stand.", None),
     ("lost", "lost_count", "four wine glasses on a marble counter",
      "Several crystal wine glasses stand on a polished marble counter in warm light.",
      "Four crystal wine glasses stand on a polished marble counter in warm light.", None),
@@ -515,6 +518,10 @@ def test_a_camera_kept_still_instead_of_the_move_is_mended_without_its_sentence(
     assert mended == ("A white lighthouse stands on a rocky cliff. Gulls wheel overhead. "
                       "The camera tilts slowly upward.")
     assert assess(prompt, mended).passed
+    pan = "A red fox crosses a snowy field, camera pans left."
+    other_way = "A red fox crosses a snowy field. The camera moves slowly right along the fence. Snow falls."
+    mended = say_lost_camera(other_way, assess(pan, other_way))
+    assert mended == "A red fox crosses a snowy field. Snow falls. The camera pans slowly to the left."
     timelapse = "A timelapse of clouds rolling over a valley."      # a still camera suits a timelapse
     still = "Clouds roll over a green valley. The camera stays fixed on the ridge."
     assert say_lost_camera(still, assess(timelapse, still)).startswith(still)
@@ -796,6 +803,9 @@ def reject_scores(rows: list[dict]) -> tuple[float, float, float]:
     return tp / (tp + fp) if tp + fp else 0.0, tp / (tp + fn) if tp + fn else 0.0, (tp + tn) / len(rows)
 
 
+LATER_BLIND_SETS = ("blind3", "blind4", "blind5", "blind6", "blind7")   # promptx's own outputs, read blind
+
+
 def test_labelled_pairs_precision_and_recall_of_reject():
     rows = label_rows()
     if any("prompt_ref" in row or "output_ref" in row for row in rows) and not SHARED_DATA.is_dir():
@@ -807,7 +817,8 @@ def test_labelled_pairs_precision_and_recall_of_reject():
               "blind4": [r for r in rows if r["source"] == "blind4"],
               "blind5": [r for r in rows if r["source"] == "blind5"],
               "blind6": [r for r in rows if r["source"] == "blind6"],
-              "first 635": [r for r in rows if r["source"] not in ("blind3", "blind4", "blind5", "blind6")],
+              "blind7": [r for r in rows if r["source"] == "blind7"],
+              "first 635": [r for r in rows if r["source"] not in LATER_BLIND_SETS],
               "all": rows}
     scores = {name: reject_scores(group) for name, group in groups.items()}
     for name, (precision, recall, accuracy) in scores.items():
@@ -820,8 +831,11 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     # when written (so its recall started at 0.000: 40 of 121 were labelled unfaithful); read
     # while adding the checks of that day, 0.625 / 0.250. Its floor guards those checks.
     # blind6 (2026-12-03, late): 119 outputs of the default pipeline, all passed by this check when
-    # written (recall 0 by construction), 45 labelled unfaithful: left to read.
+    # written (recall 0 by construction), 45 labelled unfaithful; read the same night: 1.000 / 0.200.
+    # blind7 (2026-12-03, night): before/after outputs of the change and camera-mend commits on 51
+    # camera and change prompts, labelled blind together (43 of 102 unfaithful).
     assert min(scores["calibration"][:2]) >= 0.9
+    assert scores["blind6"][0] >= 0.9 and scores["blind6"][1] >= 0.15
     assert scores["first 635"][0] >= 0.9 and scores["first 635"][1] >= 0.88
     assert scores["blind3"][0] >= 0.55 and scores["blind3"][1] >= 0.2
 
