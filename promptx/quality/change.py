@@ -37,7 +37,6 @@ _SIZES = {"big": "big bigger biggest large larger largest huge giant enormous ma
 _NEAR = {"bright": "light lit glows glow glowing brilliant luminous radiant", "dark": "black dim unlit shadowy",
          "dim": "dark faint", "faint": "dim", "dull": "matte"}
 _SAME_SIZE = {word: name for name, forms in _SIZES.items() for word in forms.split()}
-_SAME_SIZE.update({"large": "big", "tiny": "small", "little": "small"})
 
 
 def change_findings(prompt: str, text: str, lex: Lexicon) -> list[Finding]:

@@ -3,8 +3,9 @@ assessment's findings point at (a sentence that adds a subject, addresses the re
 speaks in the first person, quotes speech, talks to the user, calls a painting a
 photograph or names a time of day the prompt rules out), or add the one that says a
 camera move or speed the prompt asked for and the text never made (dropping those that
-direct the camera otherwise), so one stray or missing sentence does not cost a new attempt; and
-close a text with the view its prompt names ("front view") when it does not say it.
+direct the camera otherwise), so one stray or missing sentence does not cost a new
+attempt; and close a text with the view its prompt names ("front view") when it does
+not say it.
 
 Not here: deciding whether the rest is good (the caller assesses it again).
 """
@@ -87,9 +88,7 @@ def say_lost_camera(text: str, assessment: Assessment) -> str:
             if s.strip() and not (moves and directs_camera(s))]
     if not kept:
         return ""
-    body = " ".join(kept)
-    body = body if body.endswith((".", "!", "?")) else body + "."
-    return " ".join([body, *(_CAMERA_SENTENCES[move] for move in dict.fromkeys(lost))])
+    return " ".join([_closed(" ".join(kept)), *(_CAMERA_SENTENCES[move] for move in dict.fromkeys(lost))])
 
 
 def say_asked_view(prompt: str, text: str) -> str:
@@ -98,6 +97,10 @@ def say_asked_view(prompt: str, text: str) -> str:
     view = asked_view(prompt, text)
     if view is None or not text.strip() or has_cjk(text):
         return text
+    return f"{_closed(text)} {view[0].upper()}{view[1:]}."
+
+
+def _closed(text: str) -> str:
+    """``text`` ending with a full stop (or its own "!" or "?")."""
     body = text.rstrip()
-    body = body if body.endswith((".", "!", "?")) else body + "."
-    return f"{body} {view[0].upper()}{view[1:]}."
+    return body if body.endswith((".", "!", "?")) else body + "."
