@@ -32,10 +32,10 @@ CLASS_ROOTS = {"person": [("person", "human")], "animal": [("animal", "organism"
 # group nouns whose gloss also says "things" ("a large number of things or people"), and
 # "figure", whose first sense is a number but which prompts use for a person ("a lone figure")
 # and subjects WordNet files under a group or a people sense first (samurai, viking, alien),
-# or whose adjective is commoner ("pedestrian")
+# or whose adjective is commoner ("pedestrian") or verb ("duck")
 SUPPLEMENT = {"crowd": "person", "throng": "person", "mob": "person", "figure": "person",
               "samurai": "person", "ninja": "person", "viking": "person", "elf": "creature",
-              "alien": "creature", "pedestrian": "person"}
+              "alien": "creature", "pedestrian": "person", "duck": "animal"}
 # (noun.animal also files animal body parts: tail, paw, hoof)
 LEXNAME_CLASS = {"noun.person": "person"}
 # group nouns (noun.group) whose gloss names members of a class stand for that class

@@ -114,12 +114,13 @@ def _being(word: str, lemma: str | None, lex: Lexicon) -> bool:
 
 
 def _after_article(ws: list[Word], i: int, lex: Lexicon) -> bool:
-    """"a bear", "a blue bear", "the big brown bear": an article before the word, over at most two
-    colour or describing words in its phrase (a word used mostly as a verb is then a noun)."""
+    """"a bear", "a blue bear", "the big brown bear", "two ducks": an article or a number before
+    the word, over at most two colour or describing words in its phrase (a word used mostly as a
+    verb is then a noun)."""
     for j in range(i - 1, max(-1, i - 4), -1):
         if ws[j].phrase != ws[i].phrase:
             return False
-        if ws[j].text in ("a", "an", "the"):
+        if ws[j].text in ("a", "an", "the") or ws[j].text in NUMBERS and ws[j].text != "lone":
             return True
         if not (color_of(ws[j].text, lex) or describes(ws[j].text, lex)):
             return False

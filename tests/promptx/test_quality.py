@@ -109,6 +109,9 @@ FINDING_PAIRS = [
     ("lost", "lost_shape", "a teardrop pendant and a triangular chain necklace",   # a shape said nowhere
      "A teardrop pendant hangs beside a thin chain necklace on a velvet stand, glinting in soft light.",
      "A teardrop pendant hangs beside a triangle-shaped chain necklace on a velvet stand.", None),
+    ("added_subject", "added_animal", "a corgi playing in a park at sunset",   # a duck, though mostly a verb
+     "A corgi plays in a park at sunset while two ducks sit on the steps beside it.",
+     "A corgi plays in a park at sunset, chasing a red ball across the grass.", None),
     ("lost", "lost_count", "four wine glasses on a marble counter",
      "Several crystal wine glasses stand on a polished marble counter in warm light.",
      "Four crystal wine glasses stand on a polished marble counter in warm light.", None),
