@@ -171,8 +171,8 @@ def _modifiers(ws: list[Word], i: int, lex: Lexicon) -> tuple[set[str], int | No
             subset = j and ws[j - 1].text in _SUBSET          # "the other five friends": some of them
             count = None if subset else NUMBERS[t] if t in NUMBERS else _whole_number(t)
             break
-        elif t == "of" and j >= 1 and _group_count(ws, j - 1):
-            count = _group_count(ws, j - 1)
+        elif t == "of" and j >= 1 and (group := _group_count(ws, j - 1)):
+            count = group
             break
         elif t in _VAGUE_COUNTS:
             vague = True
