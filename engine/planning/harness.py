@@ -262,6 +262,10 @@ class Harness(Planner):
                          "table_s": self._table_round_seconds(best_length, context, batch)}
         return TreeConfig.chain(best_length)
 
+    def batch_limit(self) -> TreeConfig:
+        """Batched rounds draft chains of at most ``max_batch_chain`` tokens."""
+        return TreeConfig.chain(min(self.config.max_batch_chain, self.max_nodes))
+
     def _batch_round_seconds(self, length: int, context: int, batch: int) -> float:
         measured = self._round_s.get((batch, length))
         if measured is not None:

@@ -295,10 +295,10 @@ class SharedTarget:
     half precision (padding, holes, fused attention), so greedy rows equal their single-sequence
     decodes exactly in fp32 only."""
 
-    def __init__(self, model: Transformer, rows: Sequence[_Row], max_nodes: int) -> None:
+    def __init__(self, model: Transformer, rows: Sequence[_Row], limit: TreeConfig) -> None:
         self.model = model
         width, budget = max(len(r.prompt) for r in rows), max(r.params.max_new_tokens for r in rows)
-        self.layout = BatchLayout(model.new_cache(width + budget + max_nodes + 2, batch=len(rows)), len(rows))
+        self.layout = BatchLayout(model.new_cache(width + budget + limit.budget + 2, batch=len(rows)), len(rows))
 
     @property
     def length(self) -> int:
@@ -348,9 +348,10 @@ class RowTargets:
     alone, so greedy rows equal their single-sequence decodes exactly, whatever else is in the
     batch."""
 
-    def __init__(self, model: Transformer, rows: Sequence[_Row], max_nodes: int) -> None:
+    def __init__(self, model: Transformer, rows: Sequence[_Row], limit: TreeConfig) -> None:
         self.model = model
-        room = tree_room(max_nodes, model.lane_stride)
+        columns = 1 if limit.top_k == 1 else model.max_columns      # a chain sits in one lane column
+        room = tree_room(limit.budget, model.lane_stride, columns)
         longest = max(len(r.prompt) + r.params.max_new_tokens for r in rows)
         self.batch = model.new_cache(longest + room, batch=len(rows))
         self.caches = self.batch.rows()          # row r's cache is batch row r (``keep`` re-packs)
@@ -394,11 +395,12 @@ class RowTargets:
 
 
 # ---- the loop ---------------------------------------------------------------------------------------
-def _draft_layout(drafter: Drafter, rows: Sequence[_Row], max_nodes: int, draft_slots: int) -> BatchLayout:
-    """The drafter's cache, sized for the prompts, the answers and one round's tree (``draft_slots``
-    tree slots or a catch-up, whichever is larger, plus ``max_nodes`` + 1 more: a deferred
-    catch-up lands at the longest row's end with another row's queue, which can be one round's
-    acceptance longer)."""
+def _draft_layout(drafter: Drafter, rows: Sequence[_Row], limit: TreeConfig) -> BatchLayout:
+    """The drafter's cache, sized for the prompts, the answers and one round's tree of shape
+    ``limit`` (its draft slots or a catch-up, whichever is larger, plus its nodes + 1 more: a
+    deferred catch-up lands at the longest row's end with another row's queue, which can be one
+    round's acceptance longer)."""
+    max_nodes, draft_slots = limit.budget, limit.max_depth * limit.top_k
     width = max(len(r.prompt) for r in rows)
     budget = max(r.params.max_new_tokens for r in rows)
     return BatchLayout(drafter.new_cache(width + budget + max(draft_slots, max_nodes + 2) + max_nodes + 1,
@@ -419,14 +421,14 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
     if not (len(prompts) == len(params) == len(stops)) or not prompts:
         raise ValueError("need one or more prompts, with one SamplingParams and StopChecker each")
     planner = planner if planner is not None else FixedTree()
-    if drafter is None and planner.max_nodes:
+    limit = planner.batch_limit()
+    if drafter is None and limit.budget:
         raise ValueError("without a drafter only plain batched decoding (a budget-0 FixedTree) is possible")
     if any(not p for p in prompts):
         raise ValueError("every prompt needs at least one token")
     stats = list(stats) if stats is not None else [DecodeStats() for _ in prompts]
     if len(stats) != len(prompts):
         raise ValueError(f"got {len(stats)} DecodeStats for {len(prompts)} prompts")
-    max_nodes, draft_slots = planner.max_nodes, planner.draft_slots
     rows = [_Row(i, list(p), sp, st, s, make_generator(sp.seed)) for i, (p, sp, st, s)
             in enumerate(zip(prompts, params, stops, stats))]
     for row in rows:
@@ -435,8 +437,8 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
     if not rows:
         return
     started = time.perf_counter()
-    target = (RowTargets if RowTargets.fits(model) else SharedTarget)(model, rows, max_nodes)
-    draft = None if drafter is None else _draft_layout(drafter, rows, max_nodes, draft_slots)
+    target = (RowTargets if RowTargets.fits(model) else SharedTarget)(model, rows, limit)
+    draft = None if drafter is None else _draft_layout(drafter, rows, limit)
     logits, prompt_taps = target.prefill(rows)
     for r, row in enumerate(rows):
         row.root = pick_token(logits[r], row.stop.tokens, row.params, row.generator)
@@ -449,7 +451,7 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
             yield row.index, emitted
         if not row.stop.done:
             live.append(r)
-    feeds_drafter = draft is not None and max_nodes > 0     # a planner that never drafts: nothing to queue
+    feeds_drafter = draft is not None and limit.budget > 0     # a planner that never drafts: nothing to queue
     if feeds_drafter:           # the drafter's entries: target feature at position i + token i+1
         for r, row in enumerate(rows):
             defer_catch_up(row, prompt_taps[r], row.prompt[1:] + [row.root], 0)

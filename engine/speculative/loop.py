@@ -110,6 +110,9 @@ class FixedTree(Planner):
     def batch_config(self, context: int, batch: int) -> TreeConfig:
         return self.config
 
+    def batch_limit(self) -> TreeConfig:
+        return self.config
+
 
 def drafter_catch_up(drafter: Drafter, state: DraftState, taps: torch.Tensor, next_tokens: Sequence[int]) -> None:
     """Feed target features ``taps`` [1, n, 3H] with the tokens that follow them; update the root output."""
@@ -184,9 +187,13 @@ def fit_lanes(tree: DraftTree, length: int, lane_stride: int, max_columns: int |
     return tree.without(dropped.nonzero().flatten().tolist()) if dropped.any() else tree
 
 
-def tree_room(max_nodes: int, lane_stride: int) -> int:
-    """Cache slots a round may use past the prefix: root and nodes, spread into lane columns."""
-    return lane_stride * (max_nodes + 1) if lane_stride else max_nodes + 2
+def tree_room(max_nodes: int, lane_stride: int, max_columns: int | None = None) -> int:
+    """Cache slots a round may use past the prefix: root and nodes, spread into lane columns
+    (at most ``max_columns`` of them: a chain uses one)."""
+    if not lane_stride:
+        return max_nodes + 2
+    spread = lane_stride * (max_nodes + 1)
+    return spread if max_columns is None else min(spread, lane_stride * (max_columns - 1) + max_nodes + 2)
 
 
 class _PlainRun:
@@ -235,7 +242,8 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     stats.prompt_tokens = len(prompt_ids)
     if stop.done:
         return
-    capacity = len(prompt_ids) + params.max_new_tokens + tree_room(planner.max_nodes, model.lane_stride)
+    room = tree_room(planner.max_nodes, model.lane_stride, model.max_columns)
+    capacity = len(prompt_ids) + params.max_new_tokens + room
     cache = model.new_cache(capacity)
     generator = make_generator(params.seed)
     started = time.perf_counter()

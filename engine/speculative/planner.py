@@ -59,6 +59,10 @@ class Planner(ABC):
     def batch_config(self, context: int, batch: int) -> TreeConfig:
         """The tree shape every row of the next batched round drafts."""
 
+    @abstractmethod
+    def batch_limit(self) -> TreeConfig:
+        """The largest shape ``batch_config`` ever returns (a batch sizes its caches by it)."""
+
     def observe(self, tree: "DraftTree", result, draft_s: float, verify_s: float, stats: "DecodeStats") -> None:
         """Outcome of one single-sequence round (default: nothing to learn)."""
 

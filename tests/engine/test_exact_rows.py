@@ -105,6 +105,25 @@ def test_where_other_columns_are_not_exact_only_the_first_chain_is_verified():
     assert fit_lanes(chain, 40, LANE_STRIDE, max_columns=1) is chain
 
 
+def test_tree_room_bounds_the_slots_of_trees_fitted_to_fewer_columns():
+    """A tree cut to ``max_columns`` lane columns (``fit_lanes``) stays inside
+    ``tree_room(n, stride, max_columns)``; a chain needs its nodes and two slots, not a lane per node
+    (a batch of 8 once zeroed and copied caches 30x too big for its chains)."""
+    from engine.speculative.loop import fit_lanes
+    from engine.speculative.tree import DraftTree
+
+    gen = torch.Generator().manual_seed(1)
+    for trial in range(200):
+        n = int(torch.randint(1, 40, (1,), generator=gen))
+        parents = [int(torch.randint(-1, i, (1,), generator=gen)) for i in range(n)]
+        columns = int(torch.randint(1, 5, (1,), generator=gen))
+        fitted = fit_lanes(DraftTree(torch.arange(n), parents, torch.zeros(n)), 40, LANE_STRIDE, columns)
+        slots = tree_slots(fitted.depths_with_root(), fitted.parents, 40, LANE_STRIDE)
+        assert int(slots.max()) - 40 < tree_room(n, LANE_STRIDE, columns) <= tree_room(n, LANE_STRIDE)
+    assert tree_room(63, LANE_STRIDE, 1) == 65 and tree_room(63, LANE_STRIDE) == LANE_STRIDE * 64
+    assert tree_room(63, 0, 1) == tree_room(63, 0) == 65
+
+
 def _attention_summing(group: int | None):
     """An ``attend_rows`` stand-in in fp32 that sums a row's weighted values in slot order, one
     running sum (group None) or per block of ``group`` slots then across blocks."""

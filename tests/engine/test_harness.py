@@ -17,6 +17,7 @@ from engine.planning.cost_table import CostKey, CostTable, CostTableError, CostT
 from engine.planning.harness import Harness, HarnessConfig, decode_harness, load_or_calibrate
 from engine.planning.policy import best_verify_count, choose_width
 from engine.speculative.loop import DraftState, drafter_catch_up
+from engine.speculative.planner import TreeConfig
 from tests.tiny import make_tiny_drafter, make_tiny_target
 
 KEY = CostKey(device="cpu:test", model="abc", dtype="float32", threads=1)
@@ -298,8 +299,6 @@ def test_batched_rounds_follow_measured_round_times():
     more rarely."""
     from types import SimpleNamespace
 
-    from engine.speculative.planner import TreeConfig
-
     harness = Harness(synthetic_table(1e-6, draft=1e-7), HarnessConfig(explore_every=4))
     chosen = []
     for _ in range(80):
@@ -331,6 +330,7 @@ def test_batched_harness_picks_chain_lengths_and_stays_lossless(one_thread):
     small = Harness(synthetic_table(1e-6, draft=1e-7), HarnessConfig(max_nodes=2))
     small.chain_accept = 0.9
     assert small.batch_config(100, 8).budget == 2                     # never beyond max_nodes
+    assert small.batch_limit() == TreeConfig.chain(2) and cheap.batch_limit() == TreeConfig.chain(8)  # caches' size
     harness = Harness(synthetic_table(1e-3, draft=1e-4), HarnessConfig(latency_smoothing=0.0))
     batch = [torch.randint(0, 128, (n,), generator=torch.Generator().manual_seed(n)).tolist() for n in (5, 17, 9, 30)]
     params = [SamplingParams(max_new_tokens=n) for n in (30, 12, 25, 20)]
