@@ -12,7 +12,7 @@ Findings, by kind:
   prompt or in the caption of its image; one thing made several
   (``plurality``); its shape, size, texture, age or state said the other way
   (``opposites``); an animal made another or a child an adult (``kinds``); a
-  left/right relation swapped; a painting or sketch called a photograph
+  left/right or over/under relation turned around; a painting or sketch called a photograph
   (``medium``); another time of day (``daytime``);
 - form: see ``form``.
 Colours, counts and materials live in ``attributes``, spatial relations in

@@ -113,10 +113,12 @@ def _restated_material(m: Mention, given: frozenset[str], output: list[Mention],
                        lex: Lexicon) -> list[Finding]:
     """The prompt's one "leather jacket" said to be of another material where the output says
     what it is ("the leather jacket is a dark grey wool jacket", "its collar is made of soft
-    cotton"), even when the prompt's material is said elsewhere (an opening echo of the prompt)."""
+    cotton") or names it again ("the metallic books ... the glass books"), even when the
+    prompt's material is said elsewhere (an opening echo of the prompt)."""
     for o in output:
         if o.lemma == m.lemma and not o.modifier:
-            said = _predicated_materials(out_words, o.position, lex)
+            said = _predicated_materials(out_words, o.position, lex) \
+                or (set() if m.modifier else o.materials)      # "a metallic desk lamp": the lamp's
             if said and not any(same_material(g, w) for g in given for w in said):
                 return [_contradiction("material", m, sorted(said))]
     return []

@@ -68,7 +68,8 @@ def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
         lemma = lex.noun_lemma(w.text)
         after_article = bool(lex.salient_class(lemma or "") or _being(w.text, lemma, lex)) \
             and _after_article(ws, i, lex)
-        if (lemma is None or not (lex.is_noun(lemma) or after_article) or color_of(w.text, lex)
+        if (lemma is None or not (lex.is_noun(lemma) or after_article)
+                or color_of(w.text, lex) and not _fruit_named(ws, i, lemma, lex)
                 or w.text in NUMBERS or w.text in _AUXILIARIES):
             continue                   # a word used mostly as a verb is a noun after "a": "a cook"
         if w.text.endswith("ing") and lex.verb_lemma(w.text) and not (i and ws[i - 1].text in DETERMINERS):
@@ -125,6 +126,22 @@ def _after_article(ws: list[Word], i: int, lex: Lexicon) -> bool:
         if not (color_of(ws[j].text, lex) or describes(ws[j].text, lex)):
             return False
     return False
+
+
+# first noun senses of colour words that name the fruit or food: "an orange", "a cherry"
+_EDIBLE = frozenset({"noun.food", "noun.plant"})
+
+
+def _fruit_named(ws: list[Word], i: int, lemma: str, lex: Lexicon) -> bool:
+    """A colour word that names a fruit here: an article or number right before it and no noun
+    or describing word after it in its phrase ("an orange on the bottom of a carrot", not "an
+    orange car" or "a deep orange")."""
+    if not i or not (ws[i - 1].text in ("a", "an", "the") or ws[i - 1].text in NUMBERS) \
+            or lex.lexname(lemma) not in _EDIBLE:
+        return False
+    nxt = ws[i + 1] if i + 1 < len(ws) else None
+    return nxt is None or nxt.phrase != ws[i].phrase or nxt.text in FUNCTION_WORDS \
+        or not (lex.noun_lemma(nxt.text) or describes(nxt.text, lex))
 
 
 def _verb_after_subject(ws: list[Word], i: int, lex: Lexicon) -> bool:

@@ -23,7 +23,8 @@ __all__ = ["opposite_findings"]
 # word -> its class; two classes in ``_OPPOSED`` contradict each other
 _CLASSES = {name: frozenset(words.split()) for name, words in {
     "round": "round circular spherical oval cylindrical",
-    "square": "square rectangular cubic boxy",
+    "square": "square cubic",
+    "rectangular": "rectangular oblong boxy",
     "triangular": "triangular",
     "pentagonal": "pentagonal",
     "hexagonal": "hexagonal",
@@ -52,7 +53,7 @@ _CLASSES = {name: frozenset(words.split()) for name, words in {
     "broken": "broken cracked shattered",
     "intact": "intact unbroken",
 }.items()}
-_SHAPES = ("round", "square", "triangular", "pentagonal", "hexagonal", "octagonal")
+_SHAPES = ("round", "square", "rectangular", "triangular", "pentagonal", "hexagonal", "octagonal")
 _OPPOSED = {frozenset(pair) for pair in [
     *((a, b) for a in _SHAPES for b in _SHAPES if a < b),
     ("big", "small"), ("tall", "short"), ("long", "short"), ("thick", "thin"), ("wide", "narrow"),
@@ -90,7 +91,8 @@ def opposite_findings(source: list[Mention], output: list[Mention], src_words: l
 
 # the words that say each shape anywhere in a text ("triangle-shaped", "a hexagon")
 _SHAPE_SAID = {"round": "circle circles sphere spheres disc disk ring ball-shaped",
-               "square": "squares rectangle rectangles cube cubes box-shaped",
+               "square": "squares cube cubes",
+               "rectangular": "rectangle rectangles box-shaped",
                "triangular": "triangle triangles triangle-shaped",
                "pentagonal": "pentagon pentagons pentagon-shaped",
                "hexagonal": "hexagon hexagons hexagon-shaped honeycomb",

@@ -45,6 +45,8 @@ _QUANTIFIERS = frozenset("""countless many numerous all generations of various m
 # heads of an "of" phrase that is not a place in the scene: "the artistry of the baker"
 _ABSTRACT = frozenset({"noun.cognition", "noun.act", "noun.attribute", "noun.communication",
                        "noun.feeling", "noun.state", "noun.possession", "noun.motive", "noun.time"})
+# "the right of": a side, though WordNet's first "right" is a right someone has
+_SIDES = frozenset("right left".split())
 # script names before "characters": writing, not people ("signs in Chinese characters")
 _SCRIPTS = frozenset("""chinese japanese korean latin greek arabic cyrillic hebrew kanji hanzi
     gothic runic bold handwritten painted carved""".split())
@@ -110,6 +112,8 @@ def absent_at(ws: list[Word], i: int, lex: Lexicon) -> bool:
         if t == "of" and j:
             if ws[j - 1].text in SOUNDS:
                 return True                           # "the distant chirping of birds": heard
+            if ws[j - 1].text in _SIDES:
+                return False                          # "on the right of a bench": a place
             head_noun = lex.noun_lemma(ws[j - 1].text)       # "full of creatures": no head noun
             return bool(head_noun) and lex.is_noun(head_noun) and lex.lexname(head_noun) in _ABSTRACT
         if t not in DETERMINERS and t not in _QUANTIFIERS and not describes(t, lex, compound=compound):

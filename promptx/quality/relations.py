@@ -1,8 +1,10 @@
 """Spatial relations of the prompt: kept, lost or swapped.
 
-"a cup to the left of a book", "a cat on top of a washing machine": the
-output keeps the relation when a word that says it stands in a sentence that
-names one of the related things; left and right must stay on their sides.
+"a cup to the left of a book", "a cat on top of a washing machine", "a donut
+on the bottom of broccoli": the output keeps the relation when a word that
+says it stands in a sentence that names one of the related things; left and
+right must stay on their sides, and over and under must not only be said the
+other way round ("the donut sits on top of the broccoli").
 Not here: subjects and their attributes (``assess``, ``attributes``).
 """
 
@@ -23,9 +25,9 @@ _RELATIONS = {
     "left": (r"\b(?:to|on|at) the left\b|\bleft of\b", ("left",)),
     "right": (r"\b(?:to|on|at) the right\b|\bright of\b", ("right",)),
     # a relation is kept by its converse too ("under the northern lights": "overhead, the lights")
-    "above": (r"\babove\b|\bon top of\b", ("above", "over", "top", "atop", "below", "beneath", "under")),
-    "below": (r"\b(?:below|under|beneath|underneath)\b", ("below", "under", "beneath", "underneath", "above",
-                                                          "overhead", "over")),
+    "above": (r"\babove\b|\bon (?:the )?top of\b", ("above", "over", "top", "atop", "below", "beneath", "under")),
+    "below": (r"\b(?:below|under|beneath|underneath)\b|\b(?:on|at) the bottom of\b",
+              ("below", "under", "beneath", "underneath", "bottom", "above", "overhead", "over")),
     "behind": (r"\bbehind\b", ("behind", "back")),
     "in front": (r"\bin front of\b", ("front", "before", "ahead")),
     # actions that relate two things: kept by a word anywhere in the output (its sentences often
@@ -48,6 +50,7 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
     lost, swapped = [], []
     low = prompt.lower()
     sentences = _sentences(text)
+    things = [m.lemma for m in source if m.lemma not in PICTURE_WORDS]   # not "left" of "on the left of"
     for name, (said, keep) in _RELATIONS.items():
         hit = re.search(said, low)
         if not hit:
@@ -55,7 +58,9 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
         ends = _relation_ends(hit.start(), source, low)
         if ends and name in ("left", "right") and _swapped(name, ends, sentences, lex):
             swapped.append(name)
-        elif not _relation_kept(name, keep, ends, [m.lemma for m in source], sentences, out_words, lex):
+        elif ends and name in _VERTICAL and _upside_down(name, ends, sentences, lex):
+            swapped.append(name)
+        elif not _relation_kept(name, keep, ends, things, sentences, out_words, lex):
             lost.append(name)
     out = []
     if lost:
@@ -63,7 +68,7 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
                            detail=f'the output lost the spatial relation ({", ".join(lost)}) of the prompt'))
     if swapped:
         out.append(Finding(kind="contradiction", code="relation", words=swapped,
-                           detail=f'the output swaps the sides of the prompt\'s relation ({", ".join(swapped)})'))
+                           detail=f'the output turns the prompt\'s relation around ({", ".join(swapped)})'))
     return out
 
 
@@ -106,6 +111,38 @@ def _swapped(name: str, ends: tuple[str, str], sentences, lex: Lexicon) -> bool:
     return subject in there and subject not in here
 
 
+# the words that put the first of two things over or under the second ("the cup on top of the book")
+_VERTICAL = {"above": frozenset("above over top atop".split()),
+             "below": frozenset("below under beneath underneath bottom".split())}
+
+
+def _upside_down(name: str, ends: tuple[str, str], sentences, lex: Lexicon) -> bool:
+    """"A on the bottom of B" written only the other way: a sentence reading "A ... on top of ...
+    B" or "B ... under ... A", and none reading it as the prompt does."""
+    other = "below" if name == "above" else "above"
+    readings = [reading for sent in sentences for reading in _vertical_readings(sent, ends, lex)]
+    agree = {(ends[0], name, ends[1]), (ends[1], other, ends[0])}
+    return bool(readings) and not agree & set(readings)
+
+
+def _vertical_readings(sent: list[Word], ends: tuple[str, str], lex: Lexicon) -> list[tuple[str, str, str]]:
+    """(thing, "above"/"below", thing) for each vertical word of ``sent`` between the nearest
+    named ends before and after it."""
+    named = []
+    for k, w in enumerate(sent):
+        which = [end for end in ends if _names(w, end, lex)]
+        if len(which) == 1:                 # "rug" names a carpet too: neither end for sure
+            named.append((k, which[0]))
+    out = []
+    for k, w in enumerate(sent):
+        side = next((s for s, said in _VERTICAL.items() if w.text in said), None)
+        before = [end for j, end in named if j < k]
+        after = [end for j, end in named if j > k]
+        if side and before and after and before[-1] != after[0]:
+            out.append((before[-1], side, after[0]))
+    return out
+
+
 def _said_beside(side: str, ends: tuple[str, str], sentences, lex: Lexicon) -> set[str]:
     """Which of ``ends`` share a sentence with the word ``side``."""
     return {end for sent in sentences if side in {w.text for w in sent}
@@ -113,8 +150,11 @@ def _said_beside(side: str, ends: tuple[str, str], sentences, lex: Lexicon) -> s
 
 
 def _sentence_names(sent: list[Word], end: str, lex: Lexicon) -> bool:
-    return any(w.text in (end, end + "s", end + "es") or matches(end, lex.noun_lemma(w.text) or w.text, lex)
-               for w in sent)
+    return any(_names(w, end, lex) for w in sent)
+
+
+def _names(w: Word, end: str, lex: Lexicon) -> bool:
+    return w.text in (end, end + "s", end + "es") or matches(end, lex.noun_lemma(w.text) or w.text, lex)
 
 
 def _on(obj: str, out_words: list[Word], lex: Lexicon) -> bool:

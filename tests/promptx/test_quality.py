@@ -308,6 +308,26 @@ FINDING_PAIRS = [
     ("contradiction", "age", "a comic about a boy and a tiger",
      "A comic panel of a boy and a tiger; the boy has a short dark beard and a wide grin.",
      "A comic panel of a boy and a tiger; the boy has a gap-toothed grin and messy hair.", None),
+    # read from blind8: a side is a place ("the right of a bench" is no right someone has)
+    ("contradiction", "count", "a parking meter on the right of a bench, front view",
+     "A parking meter on the right of a bench, front view. It stands in the corner between two benches.",
+     "A parking meter on the right of a bench, front view. It stands at the corner of the bench.", None),
+    ("contradiction", "material", "the metallic books on a wooden shelf",      # restated, not predicated
+     "The metallic books stand on a wooden shelf. The glass books catch the light.",
+     "The metallic books stand on a wooden shelf. The steel books catch the light.", None),
+    ("contradiction", "material", "a rubber band and a glass window",
+     "A rubber band and a glass window. The plastic band is draped across the window.",
+     "A rubber band and a glass window. The thin band is draped across the window.", None),
+    ("contradiction", "opposite", "a square book and a cylindrical pencil",
+     "A rectangular book and a cylindrical pencil lie side by side on white paper.",
+     "A square book and a cylindrical pencil lie side by side on white paper.", None),
+    ("contradiction", "relation", "a donut on the bottom of broccoli, front view",
+     "A small donut sits on top of a head of broccoli. Front view.",
+     "A small donut sits at the bottom of a head of broccoli. Front view.", None),
+    ("lost", "lost_relation", "an orange on the bottom of a carrot, front view",   # the fruit, not the colour
+     "An orange and a green carrot sit on a table, the carrot in front. The camera starts at the bottom. "
+     "Front view.",
+     "An orange sits below a green carrot on a wooden table. Front view.", None),
 ]
 PAIR_IDS = [f"{code}-{i}" for i, (_, code, *_rest) in enumerate(FINDING_PAIRS)]
 
@@ -806,7 +826,7 @@ def reject_scores(rows: list[dict]) -> tuple[float, float, float]:
     return tp / (tp + fp) if tp + fp else 0.0, tp / (tp + fn) if tp + fn else 0.0, (tp + tn) / len(rows)
 
 
-LATER_BLIND_SETS = ("blind3", "blind4", "blind5", "blind6", "blind7")   # promptx's own outputs, read blind
+LATER_BLIND_SETS = ("blind3", "blind4", "blind5", "blind6", "blind7", "blind8")   # promptx's own outputs, read blind
 
 
 def test_labelled_pairs_precision_and_recall_of_reject():
@@ -821,6 +841,7 @@ def test_labelled_pairs_precision_and_recall_of_reject():
               "blind5": [r for r in rows if r["source"] == "blind5"],
               "blind6": [r for r in rows if r["source"] == "blind6"],
               "blind7": [r for r in rows if r["source"] == "blind7"],
+              "blind8": [r for r in rows if r["source"] == "blind8"],
               "first 635": [r for r in rows if r["source"] not in LATER_BLIND_SETS],
               "all": rows}
     scores = {name: reject_scores(group) for name, group in groups.items()}
@@ -837,8 +858,13 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     # written (recall 0 by construction), 45 labelled unfaithful; read the same night: 1.000 / 0.200.
     # blind7 (2026-12-03, night): before/after outputs of the change and camera-mend commits on 51
     # camera and change prompts, labelled blind together (43 of 102 unfaithful).
+    # blind8 (2026-12-03, late night): 109 fresh prompts enhanced at 83a1946 and at b0f811b (124
+    # distinct outputs), labelled blind together: 64 unfaithful, 8 of them flagged by the check of
+    # b0f811b; read while adding the relation, shape and material checks of that night: 16 of 64,
+    # 1 false alarm ("the elephants' bodies" of one elephant, labelled faithful).
     assert min(scores["calibration"][:2]) >= 0.9
     assert scores["blind6"][0] >= 0.9 and scores["blind6"][1] >= 0.15
+    assert scores["blind8"][0] >= 0.9 and scores["blind8"][1] >= 0.2
     assert scores["first 635"][0] >= 0.9 and scores["first 635"][1] >= 0.88
     assert scores["blind3"][0] >= 0.55 and scores["blind3"][1] >= 0.2
 
