@@ -3,7 +3,8 @@
 Findings, by kind:
 - lost: a subject, colour, material, count, number ("42", "route 66"),
   spatial relation, way of moving ("running", ``actions``), the ends of a
-  change (``change``) or quoted text of the prompt is missing (matched by
+  change (``change``), a name the lexicon does not know in a prompt about
+  nothing else (``names``) or quoted text of the prompt is missing (matched by
   lemma, synonym and WordNet hypernymy);
   with an empty prompt, the subjects of the image's caption;
 - added_subject: a person, animal, vehicle or creature the prompt neither
@@ -45,6 +46,7 @@ from .licensing import PERSON_PRONOUNS, Licence
 from .matching import matches
 from .medium import medium_findings
 from .mentions import PICTURE_WORDS, Mention, mentions
+from .names import name_findings
 from .numbers import number_findings
 from .opposites import opposite_findings
 from .plurality import plurality_findings
@@ -125,6 +127,7 @@ def _lexical_findings(prompt: str, text: str, context: str | None, lex: Lexicon,
         if edit:                        # an edit names the old colour and count too
             attributes = [f for f in attributes if f.kind != "contradiction"]
         findings += attributes + relation_findings(prompt, text, source, out_words, lex)
+        findings += name_findings(prompt, text, source, lex)
     if context:                         # what the image shows, unless an edit changes it
         findings += caption_contradictions(context, [] if captioned else source, text, lex, edit=edit)
     licence = Licence.of(prompt, context, lex)

@@ -324,6 +324,10 @@ FINDING_PAIRS = [
     ("contradiction", "relation", "a donut on the bottom of broccoli, front view",
      "A small donut sits on top of a head of broccoli. Front view.",
      "A small donut sits at the bottom of a head of broccoli. Front view.", None),
+    ("lost", "lost_name", "The camera orbits around. Petra, the camera circles around.",   # no noun says it
+     "Rose-red cliffs rise over a narrow desert canyon as the camera slowly circles around them.",
+     "The rose-red rock facades of Petra rise over a narrow canyon as the camera slowly circles around them.",
+     None),
     ("lost", "lost_relation", "an orange on the bottom of a carrot, front view",   # the fruit, not the colour
      "An orange and a green carrot sit on a table, the carrot in front. The camera starts at the bottom. "
      "Front view.",
@@ -860,13 +864,22 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     # camera and change prompts, labelled blind together (43 of 102 unfaithful).
     # blind8 (2026-12-03, late night): 109 fresh prompts enhanced at 83a1946 and at b0f811b (124
     # distinct outputs), labelled blind together: 64 unfaithful, 8 of them flagged by the check of
-    # b0f811b; read while adding the relation, shape and material checks of that night: 16 of 64,
-    # 1 false alarm ("the elephants' bodies" of one elephant, labelled faithful).
+    # b0f811b; read while adding the relation, shape, material and name checks of that night: 18 of
+    # 64, 1 false alarm ("the elephants' bodies" of one elephant, labelled faithful).
     assert min(scores["calibration"][:2]) >= 0.9
     assert scores["blind6"][0] >= 0.9 and scores["blind6"][1] >= 0.15
     assert scores["blind8"][0] >= 0.9 and scores["blind8"][1] >= 0.2
     assert scores["first 635"][0] >= 0.9 and scores["first 635"][1] >= 0.88
     assert scores["blind3"][0] >= 0.55 and scores["blind3"][1] >= 0.2
+
+
+def test_a_misspelt_word_or_a_name_beside_known_subjects_is_not_a_name_to_keep():
+    assert codes("The camera orbits around. Loudsspeaker, the camera circles around.",
+                 "A black loudspeaker on a shelf as the camera slowly circles around it.") == {}
+    assert codes("The camera orbits around. Fortre, the camera circles around.",      # kept inside a word
+                 "A stone fortress on a hill as the camera slowly circles around it.") == {}
+    assert "lost_name" not in codes("make this look like a Pixar movie: a grumpy old toaster",
+                                    "A grumpy old toaster with a dented chrome body frowns on a kitchen counter.")
 
 
 def test_assessing_many_texts_in_a_row_completes():
