@@ -9,8 +9,8 @@ or a near synonym ("sprints", "lopes", "scrubs"). Actions a good text shows by
 their motions are not judged ("sleeping": "lies curled, its side rising and
 falling"; "eating an ant": "snaps the ant up"), nor verbs outside the table
 ("playing the harp" is "plucking the strings"), except the event a prompt turns
-to after "then ... starts <verb>-ing", which must be said whatever the verb
-("starts sitting under a tree": sit), a light verb by its object ("start making
+to after "then ... starts <verb>-ing" or "then ... stops to <verb>", which must
+be said whatever the verb ("starts sitting under a tree": sit), a light verb by its object ("start making
 a phone call": call). The prompt asks for an action when the verb is said as
 one: after "is"/"are", as a verb in -s or -ed, or in -ing not before a noun ("a
 dog running", not "running water" or "a dancing couple").
@@ -68,7 +68,8 @@ _AUXILIARY = re.compile(r"\b(?:to|will|can|could|would|may|might)\s+$")
 # before a verb in -ing that is the action itself: "is running", "starts walking"
 _PROGRESSIVE = re.compile(r"\b(?:is|are|was|were|be|been|starts?|begins?|keeps?)\s+$")
 # the event a video prompt turns to: "..., then it suddenly starts sitting under a tree"
-_EVENT = re.compile(r"\bthen\b[^.;]*?\b(?:starts?|begins?)\s+([a-z]+ing)\b((?:\s+[a-z]+){0,4})")
+_EVENTS = (re.compile(r"\bthen\b[^.;]*?\b(?:starts?|begins?)\s+([a-z]+ing)\b((?:\s+[a-z]+){0,4})"),
+           re.compile(r"\bthen\b[^.;]*?\bstops?\s+to\s+([a-z]+)\b((?:\s+[a-z]+){0,4})"))   # "stops to drink water"
 # verbs whose event is their object: "start making a phone call", "start doing the dishes"
 _LIGHT = frozenset("do make get take have give".split())
 _ARTICLES = frozenset("a an the their his her its some".split())
@@ -111,10 +112,11 @@ def _asked(prompt: str, lex: Lexicon) -> list[str]:
 
 
 def _events(prompt: str, lex: Lexicon) -> list[str]:
-    """What must be said for the events after "then ... starts <verb>-ing" outside the table: the
-    verb ("sitting": sit), or the object of a light verb ("making a phone call": call)."""
+    """What must be said for the events after "then ... starts <verb>-ing" (or "stops to <verb>")
+    outside the table: the verb ("sitting": sit), or the object of a light verb ("making a phone
+    call": call)."""
     out = []
-    for hit in _EVENT.finditer(prompt):
+    for hit in (hit for event in _EVENTS for hit in event.finditer(prompt)):
         verb = lex.verb_lemma(hit.group(1))
         if verb is None or verb in _KEPT_BY:
             continue                                   # the table's actions: ``_asked``

@@ -324,6 +324,9 @@ FINDING_PAIRS = [
     ("contradiction", "relation", "a donut on the bottom of broccoli, front view",
      "A small donut sits on top of a head of broccoli. Front view.",
      "A small donut sits at the bottom of a head of broccoli. Front view.", None),
+    ("lost", "lost_action", "A horse is trotting around a stable, then it suddenly stops to drink water.",
+     "A chestnut horse trots around the stable, then stops and swishes its tail by the water trough.",
+     "A chestnut horse trots around the stable, then stops and drinks from the water trough.", None),
     ("lost", "lost_name", "The camera orbits around. Petra, the camera circles around.",   # no noun says it
      "Rose-red cliffs rise over a narrow desert canyon as the camera slowly circles around them.",
      "The rose-red rock facades of Petra rise over a narrow canyon as the camera slowly circles around them.",
