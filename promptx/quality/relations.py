@@ -51,6 +51,7 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
     low = prompt.lower()
     sentences = _sentences(text)
     things = [m.lemma for m in source if m.lemma not in PICTURE_WORDS]   # not "left" of "on the left of"
+    vertical = any(re.search(_RELATIONS[name][0], low) for name in _VERTICAL)   # "under the table, then left"
     for name, (said, keep) in _RELATIONS.items():
         hit = re.search(said, low)
         if not hit:
@@ -59,6 +60,8 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
         if ends and name in ("left", "right") and _swapped(name, ends, sentences, lex):
             swapped.append(name)
         elif ends and name in _VERTICAL and _upside_down(name, ends, sentences, lex):
+            swapped.append(name)
+        elif ends and name in _SIDE_BY_SIDE and not vertical and _stacked(ends, sentences, lex):
             swapped.append(name)
         elif not _relation_kept(name, keep, ends, things, sentences, out_words, lex):
             lost.append(name)
@@ -125,19 +128,43 @@ def _upside_down(name: str, ends: tuple[str, str], sentences, lex: Lexicon) -> b
     return bool(readings) and not agree & set(readings)
 
 
-def _vertical_readings(sent: list[Word], ends: tuple[str, str], lex: Lexicon) -> list[tuple[str, str, str]]:
+# relations that put two things side by side, never one on the other ("behind" is not one: a
+# bird behind a desk shows its head above it)
+_SIDE_BY_SIDE = frozenset({"left", "right", "beside"})
+_STACKING = frozenset("atop under beneath underneath".split())   # and "top of"; not "above" (taller)
+_PRONOUNS = frozenset("it them".split())
+
+
+def _stacking_word(sent: list[Word], k: int) -> bool:
+    return sent[k].text in _STACKING or sent[k].text == "top" and k + 1 < len(sent) and sent[k + 1].text == "of"
+
+
+def _stacked(ends: tuple[str, str], sentences, lex: Lexicon) -> bool:
+    """"A on the right of B" (or beside it) with one of them put on or under the other: "the
+    brush rests on top of it" ("it": the other end), "the train passes below the plane"."""
+    return any(_vertical_readings(sent, ends, lex, stacking=True) for sent in sentences)
+
+
+def _vertical_readings(sent: list[Word], ends: tuple[str, str], lex: Lexicon, *,
+                       stacking: bool = False) -> list[tuple[str, str, str]]:
     """(thing, "above"/"below", thing) for each vertical word of ``sent`` between the nearest
-    named ends before and after it."""
+    named ends before and after it. ``stacking``: only words that put one thing on or under
+    another, ends named by their own word ("lights" names no microwave), and "it"/"them" after
+    the word stands for the end not named before it."""
     named = []
     for k, w in enumerate(sent):
-        which = [end for end in ends if _names(w, end, lex)]
+        which = [end for end in ends if (_named_exactly(w, end, lex) if stacking else _names(w, end, lex))]
         if len(which) == 1:                 # "rug" names a carpet too: neither end for sure
             named.append((k, which[0]))
     out = []
     for k, w in enumerate(sent):
         side = next((s for s, said in _VERTICAL.items() if w.text in said), None)
+        if stacking and not _stacking_word(sent, k):
+            continue
         before = [end for j, end in named if j < k]
         after = [end for j, end in named if j > k]
+        if stacking and before and not after and any(x.text in _PRONOUNS for x in sent[k + 1: k + 4]):
+            after = [ends[1] if before[-1] == ends[0] else ends[0]]
         if side and before and after and before[-1] != after[0]:
             out.append((before[-1], side, after[0]))
     return out
@@ -151,6 +178,10 @@ def _said_beside(side: str, ends: tuple[str, str], sentences, lex: Lexicon) -> s
 
 def _sentence_names(sent: list[Word], end: str, lex: Lexicon) -> bool:
     return any(_names(w, end, lex) for w in sent)
+
+
+def _named_exactly(w: Word, end: str, lex: Lexicon) -> bool:
+    return w.text in (end, end + "s", end + "es") or lex.noun_lemma(w.text) == end
 
 
 def _names(w: Word, end: str, lex: Lexicon) -> bool:

@@ -331,6 +331,10 @@ FINDING_PAIRS = [
      "Rose-red cliffs rise over a narrow desert canyon as the camera slowly circles around them.",
      "The rose-red rock facades of Petra rise over a narrow canyon as the camera slowly circles around them.",
      None),
+    ("contradiction", "relation", "scissors on the left of a teddy bear, front view",   # side by side, not stacked
+     "A pair of scissors lies on the left of a teddy bear. The teddy bear rests on top of them. Front view.",
+     "A pair of scissors lies on the left of a teddy bear. The teddy bear sits upright beside them. Front view.",
+     None),
     ("lost", "lost_relation", "an orange on the bottom of a carrot, front view",   # the fruit, not the colour
      "An orange and a green carrot sit on a table, the carrot in front. The camera starts at the bottom. "
      "Front view.",
