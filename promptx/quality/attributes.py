@@ -22,7 +22,7 @@ from .words import Word, color_of, describes, shades_next, words
 __all__ = ["attribute_findings", "caption_contradictions"]
 
 # colour families that describe the same colour
-_SAME_COLOR = [{"grey", "silver", "white"}, {"yellow", "gold"}, {"dark", "black", "brown"},
+_SAME_COLOR = [{"grey", "silver", "white"}, {"yellow", "gold"}, {"dark", "black"}, {"dark", "brown"},
                {"red", "pink"}, {"purple", "pink"}, {"orange", "yellow"}, {"red", "orange"}]
 
 

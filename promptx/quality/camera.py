@@ -7,8 +7,9 @@ keeps it when it names the same move (a synonym counts: "pushes in" for a
 zoom in), loses it when it names no move of that kind, and contradicts it
 when it names the opposite direction or, for a static camera, any move (a
 timelapse written as slow motion, or the other way round, is a ``speed``
-contradiction); a move not made by a camera the output keeps still is a
-``camera_still`` contradiction.
+contradiction); a move not made by a camera the output keeps still, or made in one
+sentence and undone by another that keeps the camera still, is a ``camera_still``
+contradiction.
 Not here: subjects, colours and counts (``attributes``), the rest of the form.
 """
 
@@ -94,10 +95,10 @@ def camera_findings(prompt: str, text: str) -> list[Finding]:
         if _COMPILED[opposite].search(text):
             findings.append(Finding(kind="contradiction", code="camera", words=[name],
                                     detail=f'the output turns the camera\'s "{name}" into "{opposite}"'))
-        elif not _COMPILED[name].search(text):
+        elif not _COMPILED[name].search(text) or _kept_still(text):
             findings.append(_not_made(name, text))
     findings += _speed_findings(prompt, text)
-    if _ORBIT_ASKED.search(prompt) and not _ORBIT_KEPT.search(text):
+    if _ORBIT_ASKED.search(prompt) and (not _ORBIT_KEPT.search(text) or _kept_still(text)):
         findings.append(_not_made("orbit", text))
     if asks_static_camera(prompt):
         found = _ANY_MOVE.search(text)
@@ -115,6 +116,14 @@ def _not_made(move: str, text: str) -> Finding:
         return Finding(kind="contradiction", code="camera_still", words=[move],
                        detail=f'the output keeps the camera still instead of the move "{move}"')
     return Finding(kind="lost", code="lost_camera", words=[move], detail=f'the output lost the camera move "{move}"')
+
+
+def _kept_still(text: str) -> bool:
+    """A sentence keeps the camera still and moves it nowhere ("The camera stays still along the
+    panel edges." after an opening that pans it: which does it do?); not "The camera holds still,
+    then pans right."."""
+    return any(_STATIC.search(s) and not (_ANY_MOVE.search(s) or _camera_travels(s))
+               for s in re.split(r"(?<=[.!?;])\s+", text))
 
 
 _SIDEWAYS = re.compile(r"\bcamera (?:\w+ly )?(?:moves|glides|drifts|travels) (?:\w+ly )?(?:left|right|up|down)\b",

@@ -9,6 +9,9 @@ wooden spoon": the glass comes before the plastic, and the toy never becomes
 glass). A state is said by its own word or a near one: a colour by its family,
 a size by any word of its class ("huge", "larger", "grows"), a material by its
 family, another state by a word of its stem ("brightens", "darker").
+An output that says its own change with other ends, or lets a size go back the
+other way once the change has ended ("growing larger" after "from large to
+small"), turns it around (a ``change`` contradiction).
 Not here: what else the output does to the thing (``attributes``, ``opposites``).
 """
 
@@ -24,11 +27,19 @@ from .words import Word, color_of, words
 
 __all__ = ["change_findings"]
 
-# "changes from purple to orange" (a state of one or two words: "deep black", "flickering dimly")
-_FROM_TO = re.compile(r"\bchang(?:es|ed|e|ing) from ([a-z-]+(?: [a-z-]+)?) to ([a-z-]+(?: [a-z-]+)?)", re.I)
-# "transformed into a glass toy" ("turns into" is often a street: not read)
-_INTO = re.compile(r"\b(?:transform|morph|chang)(?:s|es|ed|e|ing)? into (?:an? |the )?((?:[a-z-]+ ){0,3}[a-z-]+)",
-                   re.I)
+# "changes from purple to orange", "change color from blue to orange" (a state of one or two words:
+# "deep black", "flickering dimly")
+_FROM_TO = re.compile(r"\bchang(?:es|ed|e|ing) (?:(?:its |their )?colou?rs? )?from ([a-z-]+(?: [a-z-]+)?) to "
+                      r"([a-z-]+(?: [a-z-]+)?)", re.I)
+# "transformed into a glass toy" ("turns into" is often a street: read only before a state, "turned
+# into a wooden seat")
+_INTO = re.compile(r"\b(?:(transform|morph|chang)|turn)(?:s|es|ed|e|ing)? into (?:an? |the )?"
+                   r"((?:[a-z-]+ ){0,3}[a-z-]+)", re.I)
+# words that send a size one way ("growing larger" undoes a change from large to small; not "no
+# bigger than a teacup", "its whiskers grow longer")
+_GROW = r"(?:grow|grows|growing|grew|becomes?|becoming|gets?|getting)"
+_GOING = {"big": re.compile(rf"\b{_GROW} (?:larger|bigger)\b|\b(?:expands?|expanding|swells?|swelling)\b", re.I),
+          "small": re.compile(rf"\b{_GROW} smaller\b|\b(?:shrinks?|shrinking|shrank|shrunk)\b", re.I)}
 _NOT_A_STATE = frozenset("as when while and with under in at on after before until the a an".split())
 # words of a size or a light, with the forms that say them
 _SIZES = {"big": "big bigger biggest large larger largest huge giant enormous massive grows grow growing grew "
@@ -41,7 +52,7 @@ _SAME_SIZE = {word: name for name, forms in _SIZES.items() for word in forms.spl
 
 def change_findings(prompt: str, text: str, lex: Lexicon) -> list[Finding]:
     """A ``lost_change`` finding when the output does not say the change's first state and,
-    after it, its last one."""
+    after it, its last one; a ``change`` contradiction when it turns the change around."""
     ends = _asked_change(prompt, lex)
     if ends is None:
         return []
@@ -50,9 +61,43 @@ def change_findings(prompt: str, text: str, lex: Lexicon) -> list[Finding]:
     first = _first_said(start, out, lex)
     if first is None:
         return [_lost(start, "where the change starts")]
-    if not any(_says(state, w, lex) for w in out[first + 1:] for state in end):
+    last = next((i for i, w in enumerate(out[first + 1:], first + 1) if any(_says(s, w, lex) for s in end)), None)
+    if last is None:
         return [_lost(end, "where the change ends, after where it starts")]
-    return []
+    return _turned_around(start, end, text, " ".join(w.text for w in out[last + 1:]), lex)
+
+
+def _turned_around(start: list[str], end: list[str], text: str, after_end: str, lex: Lexicon) -> list[Finding]:
+    """A ``change`` contradiction: the output says its own change with other ends ("change color
+    from blue to orange" of a white-to-yellow change, "a wooden seat turned into a plastic one")
+    or, once the end is said, a size going back the other way ("growing larger")."""
+    for own in _FROM_TO.finditer(text):
+        said = [[w for w in _states(part, lex) if _plain_state(w, lex)] for part in own.groups()]
+        if all(said) and not (_agree(start, said[0], lex) and _agree(end, said[1], lex)):
+            return [_reversed(start, end, own.group(0))]
+    for own in _INTO.finditer(text):
+        said = [w for w in own.group(2).lower().split()[:-1] if _plain_state(w, lex)]
+        if said and not _agree(end, said, lex):
+            return [_reversed(start, end, own.group(0))]
+    back = {_SAME_SIZE[s] for s in start if s in _SAME_SIZE} - {_SAME_SIZE[e] for e in end if e in _SAME_SIZE}
+    going = next((hit.group(0) for size in back if (hit := _GOING[size].search(after_end))), None)
+    return [_reversed(start, end, going)] if going else []
+
+
+def _plain_state(word: str, lex: Lexicon) -> bool:
+    """A colour, a material or a size: what an output's own change may name against the prompt's."""
+    return bool(color_of(word, lex)) or is_material(word) or word in _SAME_SIZE
+
+
+def _agree(states: list[str], said: list[str], lex: Lexicon) -> bool:
+    """Some word of ``said`` says one of ``states``."""
+    return any(_says(state, word, lex) for word in words(" ".join(said)) for state in states)
+
+
+def _reversed(start: list[str], end: list[str], said: str) -> Finding:
+    return Finding(kind="contradiction", code="change", words=start + end,
+                   detail=f'the output turns the change from "{" ".join(start)}" to "{" ".join(end)}" '
+                          f'around or elsewhere ("{said}")')
 
 
 def _asked_change(prompt: str, lex: Lexicon) -> tuple[list[str], list[str]] | None:
@@ -64,7 +109,9 @@ def _asked_change(prompt: str, lex: Lexicon) -> tuple[list[str], list[str]] | No
     found = _INTO.search(prompt)
     if not found:
         return None
-    *describing, noun = found.group(1).lower().split()
+    *describing, noun = found.group(2).lower().split()
+    if not found.group(1) and not any(_state_word(w, lex) for w in describing):
+        return None                          # "the car turns into a driveway"
     end = _states(" ".join(describing), lex) or [noun]
     before = [w.text for w in words(prompt[:found.start()])]
     start = [w for w in before if _state_word(w, lex)] if describing else before[-1:]

@@ -26,7 +26,7 @@ from .camera import MOVE_WORDS, asks_static_camera
 from .daytime import asked_time, clashing_words
 from .lexicon import Lexicon, lexicon
 from .licensing import PERSON_PRONOUNS, Licence
-from .medium import PHOTO_WORDS, asks_drawn_medium
+from .medium import PHOTO_WORDS, REALISTIC_WORDS, asks_drawn_medium, asks_stylized
 
 __all__ = ["DecodingConstraint", "VocabularyIndex"]
 
@@ -45,6 +45,7 @@ class DecodingConstraint:
     quotes: bool                  # forbid opening quotation marks
     camera_still: bool = False    # forbid words that move the camera ("camera static" prompts)
     drawn: bool = False           # forbid photo words (a painting, sketch or anime picture asked for)
+    stylized: bool = False        # forbid "realistic" and its kin (a cartoon or surrealist picture asked for)
     other_times: frozenset[str] = frozenset()   # times of day the prompt's rules out ("night": "morning")
 
     @classmethod
@@ -56,7 +57,7 @@ class DecodingConstraint:
         time = asked_time(prompt)
         return cls(licence, second_person=not (low & _SECOND_PERSON),
                    quotes=not any(q in text for q in _QUOTE_MARKS), camera_still=asks_static_camera(prompt),
-                   drawn=asks_drawn_medium(prompt),
+                   drawn=asks_drawn_medium(prompt), stylized=asks_stylized(prompt),
                    other_times=clashing_words(time, context) if time else frozenset())
 
 
@@ -71,6 +72,7 @@ class VocabularyIndex:
         self.quotes: list[int] = []
         self.camera_moves: list[int] = []
         self.photo_words: list[int] = []
+        self.realistic_words: list[int] = []
         self.words: dict[str, list[int]] = {}                      # every plain word -> its ids
         self._banned: dict[DecodingConstraint, tuple[int, ...]] = {}
         forms = self._lex.salient_forms()
@@ -93,6 +95,8 @@ class VocabularyIndex:
                 self.camera_moves.append(tid)
             if word in PHOTO_WORDS:
                 self.photo_words.append(tid)
+            if word in REALISTIC_WORDS:
+                self.realistic_words.append(tid)
             lemma = forms.get(word)
             if lemma and self._lex.is_noun(lemma):
                 self.salient.setdefault((lemma, word != lemma), []).append(tid)
@@ -121,6 +125,8 @@ class VocabularyIndex:
             ids += self.camera_moves
         if constraint.drawn:
             ids += self.photo_words
+        if constraint.stylized:
+            ids += self.realistic_words
         for word in constraint.other_times:
             ids += self.words.get(word, [])
         return tuple(sorted(set(ids)))

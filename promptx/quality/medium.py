@@ -1,4 +1,5 @@
-"""The medium the prompt asks for: a painting or a sketch stays one, not a photograph.
+"""The medium the prompt asks for: a painting or a sketch stays one, not a photograph or a
+3D rendering, and a cartoon or a surrealist picture is not called realistic.
 
 "a sketch of a train", "an oil painting of a fox", "..., anime style" ask
 for a drawn or painted picture; a small model's habit of ending every prompt
@@ -21,7 +22,7 @@ import re
 
 from .assessment import Finding
 
-__all__ = ["PHOTO_WORDS", "asks_drawn_medium", "medium_findings"]
+__all__ = ["PHOTO_WORDS", "REALISTIC_WORDS", "asks_drawn_medium", "asks_stylized", "medium_findings"]
 
 #: word forms that make a picture a photograph: what a drawn medium's output may not start to write
 PHOTO_WORDS = frozenset("""photo photos photograph photographs photography photographic photorealistic
@@ -33,7 +34,7 @@ _ART = (r"paintings?|sketch(?:es)?|drawings?|illustrations?|watercolou?rs?|carto
 _DRAWN = re.compile(
     rf"\b(?:{_ART}) of\b|"
     r"\b(?:oil|acrylic|watercolou?r|ink|pencil|charcoal|crayon|pastel|gouache|digital)[ -]"
-    r"(?:painting|drawing|sketch|illustration|art)\b|"
+    r"(?:painting|drawing|sketch|illustration|art)\b|\bink[ -]wash\b|"
     r"\b(?:anime|manga|cartoon|pixel[ -]art|ukiyo-?e|line[ -]art|concept[ -]art|digital[ -]art|vector[ -]art|"
     r"clip[ -]?art|comic[ -](?:book[ -])?style|watercolou?r|oil on canvas)\b", re.I)
 _PHOTO_PROMPT = re.compile(r"\b(?:photo|photos|photograph|photographs|photography|photographic|photorealistic|"
@@ -45,6 +46,17 @@ _THING = frozenset("""a an the this that these those his her their its my our yo
     family faded hanging""".split())
 # words before a prompt's medium word that make it a thing in the picture ("a box with a drawing")
 _HOLDER = frozenset("""with has have of on framed hanging printed wall its his her their""".split())
+
+
+# another medium than a drawn one, wherever the output says it: "realistic 3D rendering" of a charcoal sketch
+_RENDER = re.compile(r"\b3d[ -]render(?:ing|ed|s)?\b|\bcgi\b|\bunreal engine\b|\boctane render\b", re.I)
+# styles that a realistic picture is not: "a cartoon of a train" -> "realistic landscape look"
+_STYLIZED = re.compile(r"\b(?:cartoons?|anime|manga|pixel[ -]art|comic[ -](?:book[ -])?style|chibi|"
+                       r"surreal(?:ism|ist)?)\b", re.I)
+#: words that call a picture realistic: what a stylized picture's output may not start to write
+REALISTIC_WORDS = frozenset("realistic realism photorealistic photorealism lifelike documentary".split())
+_REALISTIC = re.compile(r"\b(?:" + "|".join(sorted(REALISTIC_WORDS, key=len, reverse=True)) + r"|true-to-life)\b",
+                        re.I)
 
 
 def asks_drawn_medium(prompt: str) -> bool:
@@ -60,13 +72,26 @@ def _names_the_picture(before: str) -> bool:
     return (len(part) <= 3 and not set(part) & _HOLDER) or bool(part) and part[-1] in ("in", "as", "like")
 
 
+def asks_stylized(prompt: str) -> bool:
+    """The prompt asks for a picture in a style no realistic picture has ("a cartoon of a train",
+    "..., surrealism style", "anime"), not for a thing in one ("a box with a cartoon on it"), and
+    never for a realistic one ("a realistic cartoon")."""
+    return not _REALISTIC.search(prompt) and any(_names_the_picture(prompt[: hit.start()]) or re.match(r"[ -]style\b", prompt[hit.end():], re.I)
+               for hit in _STYLIZED.finditer(prompt))
+
+
 def medium_findings(prompt: str, text: str) -> list[Finding]:
-    """A ``medium`` contradiction: the prompt asks for a drawn picture and the output calls it a photo."""
-    claim = _photo_claim(text) if asks_drawn_medium(prompt) else None
+    """A ``medium`` contradiction: the prompt asks for a drawn picture and the output calls it a
+    photo or a 3D rendering, or for a stylized one that the output calls realistic."""
+    claim, asked = None, "a drawn or painted picture"
+    if asks_drawn_medium(prompt):
+        claim = _photo_claim(text) or (render.group(0) if (render := _RENDER.search(text)) else None)
+    if claim is None and asks_stylized(prompt):
+        claim, asked = (real.group(0) if (real := _REALISTIC.search(text)) else None), "a stylized picture"
     if claim is None:
         return []
     return [Finding(kind="contradiction", code="medium", words=[claim.lower()],
-                    detail=f'the prompt asks for a drawn or painted picture; the output calls it "{claim}"')]
+                    detail=f'the prompt asks for {asked}; the output calls it "{claim}"')]
 
 
 def _photo_claim(text: str) -> str | None:

@@ -66,8 +66,8 @@ def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
     out: list[Mention] = []
     for i, w in enumerate(ws):
         lemma = lex.noun_lemma(w.text)
-        after_article = bool(lex.salient_class(lemma or "") or _being(w.text, lemma, lex)) \
-            and _after_article(ws, i, lex)
+        after_article = bool(lex.salient_class(lemma or "") or _being(w.text, lemma, lex)
+                             or _coloured_being(ws, i, lemma, lex)) and _after_article(ws, i, lex)
         if (lemma is None or not (lex.is_noun(lemma) or after_article)
                 or color_of(w.text, lex) and not _fruit_named(ws, i, lemma, lex)
                 or w.text in NUMBERS or w.text in _AUXILIARIES):
@@ -112,6 +112,18 @@ def _being(word: str, lemma: str | None, lex: Lexicon) -> bool:
     not an adjective ("the bear", "a cook"; not "a modern room", "the ground": grind)."""
     return bool(lemma) and word in (lemma, lemma + "s", lemma + "es") and lex.lexname(lemma) in _BEINGS \
         and not describes(word, lex)
+
+
+def _coloured_being(ws: list[Word], i: int, lemma: str | None, lex: Lexicon) -> bool:
+    """A word whose first noun sense is a being, right after a colour or between an article and
+    "is": "a yellow fly", "the fly is white" (an adjective too, but not there)."""
+    if not (lemma and i > 0 and ws[i].text in (lemma, lemma + "s", lemma + "es") and lex.lexname(lemma) in _BEINGS):
+        return False
+    before_verb = ws[i - 1].text in ("a", "an", "the") and i + 1 < len(ws) and ws[i + 1].text in _BE
+    return before_verb or bool(color_of(ws[i - 1].text, lex))
+
+
+_BE = frozenset("is are was were has have".split())
 
 
 def _after_article(ws: list[Word], i: int, lex: Lexicon) -> bool:

@@ -71,6 +71,13 @@ def test_a_drawn_picture_masks_the_words_that_make_it_a_photo(vocab):
     assert not {" photo", " photograph"} & banned
 
 
+def test_a_stylized_picture_masks_the_words_that_make_it_realistic(vocab):
+    banned, _ = banned_texts(vocab, "a cartoon of a train going to the moon")
+    assert " realistic" in banned and not {" cartoon", " train", " moon"} & banned
+    banned, _ = banned_texts(vocab, "a realistic cartoon of a train")
+    assert " realistic" not in banned
+
+
 def test_a_time_of_day_masks_the_times_it_rules_out(vocab):
     banned, _ = banned_texts(vocab, "an empty street at night")
     assert {" morning", " sunrise", " noon"} <= banned and not {" night", " street", " evening"} & banned

@@ -339,6 +339,41 @@ FINDING_PAIRS = [
      "An orange and a green carrot sit on a table, the carrot in front. The camera starts at the bottom. "
      "Front view.",
      "An orange sits below a green carrot on a wooden table. Front view.", None),
+    # read from blind9: a change said the other way round, with other ends, or undone
+    ("contradiction", "change", "The iron gate turned into a golden gate.",
+     "A golden gate turned into an iron one, its bars glinting; flakes of golden paint drift onto a gravel path.",
+     "An iron gate slowly turns into a golden gate, its bars glinting in the late sun over a gravel path.", None),
+    ("contradiction", "change", "A kite changes from red to blue.",
+     "A kite changes from red to blue, its tail ribbons flickering as they change color from green to pink.",
+     "A kite changes from red to blue, its tail ribbons flickering in the wind above a grassy dune.", None),
+    ("contradiction", "change", "A balloon changes from big to small.",
+     "A balloon changes from big to small over a fairground, then drifts upward, growing larger again.",
+     "A balloon changes from big to small over a fairground, no bigger than a plum as it drifts upward.", None),
+    # read from blind9: a move made in the opening and undone by a camera kept still later
+    ("contradiction", "camera_still", "Teapot, pan left.",
+     "Teapot, pan left, its spout steaming on a cast-iron stove. The camera stays fixed on the lid.",
+     "Teapot, pan left, its spout steaming on a cast-iron stove. The camera holds still, then pans on to the "
+     "window.", None),
+    ("contradiction", "camera_still", "The camera orbits around. Statue, the camera circles around.",
+     "The camera circles around a bronze statue in a park. The camera remains still at chest height.",
+     "The camera circles around a bronze statue in a park, low and steady at chest height.", None),
+    ("contradiction", "color", "a brown scarf on a hook",        # brown and black are no one family
+     "A knitted scarf hangs from a brass hook. The scarf is black with thin fringes.",
+     "A knitted scarf hangs from a brass hook. The scarf is dark brown with thin fringes.", None),
+    ("contradiction", "color", "a green bee on a daisy",      # "the bee is": a noun, though "bee" is a verb too
+     "A green bee rests on a white daisy. The bee is orange with striped wings.",
+     "A green bee rests on a white daisy. The bee is shiny green with striped wings.", None),
+    ("contradiction", "medium", "a cartoon of a bus on a hill",
+     "A cartoon of a bus on a hill, its round windows shining. Realistic look with natural light.",
+     "A cartoon of a bus on a hill, its round windows shining. Bold outlines and flat bright colors.", None),
+    ("contradiction", "medium", "an old barn, pencil sketch",
+     "An old barn stands in tall grass, a pencil sketch in soft graphite lines. Detailed 3D rendering.",
+     "An old barn stands in tall grass, a pencil sketch in soft graphite lines. Loose cross-hatching.", None),
+    ("contradiction", "medium", "a lighthouse, detailed ink wash",
+     "A lighthouse stands on a rocky point under a low grey sky while waves break white below it. Serene "
+     "photograph.",
+     "A lighthouse stands on a rocky point under a low grey sky while waves break white below it, in soft "
+     "washes of diluted black ink.", "image"),
 ]
 PAIR_IDS = [f"{code}-{i}" for i, (_, code, *_rest) in enumerate(FINDING_PAIRS)]
 
@@ -837,7 +872,7 @@ def reject_scores(rows: list[dict]) -> tuple[float, float, float]:
     return tp / (tp + fp) if tp + fp else 0.0, tp / (tp + fn) if tp + fn else 0.0, (tp + tn) / len(rows)
 
 
-LATER_BLIND_SETS = ("blind3", "blind4", "blind5", "blind6", "blind7", "blind8")   # promptx's own outputs, read blind
+LATER_BLIND_SETS = ("blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9")   # promptx's own outputs, read blind
 
 
 def test_labelled_pairs_precision_and_recall_of_reject():
@@ -853,6 +888,7 @@ def test_labelled_pairs_precision_and_recall_of_reject():
               "blind6": [r for r in rows if r["source"] == "blind6"],
               "blind7": [r for r in rows if r["source"] == "blind7"],
               "blind8": [r for r in rows if r["source"] == "blind8"],
+              "blind9": [r for r in rows if r["source"] == "blind9"],
               "first 635": [r for r in rows if r["source"] not in LATER_BLIND_SETS],
               "all": rows}
     scores = {name: reject_scores(group) for name, group in groups.items()}
@@ -873,7 +909,12 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     # distinct outputs), labelled blind together: 64 unfaithful, 8 of them flagged by the check of
     # b0f811b; read while adding the relation, shape, material, name and event checks of that night:
     # 19 of 64, 1 false alarm ("the elephants' bodies" of one elephant, labelled faithful).
+    # blind9 (2026-12-04): 241 fresh t2v/t2i prompts enhanced as shipped and with the answer opened
+    # by the prompt's words (474 distinct outputs, labelled blind by five helpers): 132 unfaithful,
+    # 6 flagged by the check of 6e4e0cb (its fallbacks); read while adding the camera, colour,
+    # medium and change checks of that morning: 0.952 / 0.152.
     assert min(scores["calibration"][:2]) >= 0.9
+    assert scores["blind9"][0] >= 0.9 and scores["blind9"][1] >= 0.12
     assert scores["blind6"][0] >= 0.9 and scores["blind6"][1] >= 0.15
     assert scores["blind8"][0] >= 0.9 and scores["blind8"][1] >= 0.2
     assert scores["first 635"][0] >= 0.9 and scores["first 635"][1] >= 0.88
