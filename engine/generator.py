@@ -3,8 +3,11 @@ and (optionally) a drafter, turning prompt token ids into generated tokens.
 
 ``stream`` picks the decoder: speculative when a drafter is attached and
 speculation is on, else the plain autoregressive reference; ``generate_many``
-decodes several prompts in one batch (speculative, ragged acceptance). Policy for
-prompts, templates or text clean-up lives in promptx, not here.
+decodes several prompts in one batch (speculative, ragged acceptance). On CUDA it
+attaches the target's CUDA graphs (``engine.runtime.cuda_graphs``) and, where
+installed, FlashInfer's tree attention (``engine.runtime.tree_attention``), which
+every batch-1 decoder then uses through the model. Policy for prompts, templates or
+text clean-up lives in promptx, not here.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from .decode.prefix_cache import PrefixCache, prefix_dir
 from .decode.sampling import SamplingParams
 from .decode.stats import DecodeStats
 from .decode.stopping import StopChecker
+from .runtime.cuda_graphs import attach_cuda_graphs, graphs_wanted
 from .runtime.device import AUTO, INT4, INT8, PLAIN_ONLY, parse_dtype, prefers_int4
 from .runtime.exact_rows import make_rows_exact
 from .runtime.model import Transformer
+from .runtime.tree_attention import use_flashinfer
 from .speculative.planner import Planner
 from .weights.loading import load_int4, load_model, model_identity
 from .weights.tokenizer import ChatTokenizer
@@ -45,13 +50,20 @@ LOSSLESS_GRID_DISTANCE = 0.1
 
 class Generator:
     def __init__(self, model: Transformer, tokenizer: ChatTokenizer, drafter=None,
-                 planner: Planner | None = None, *, exact_batches: bool = True, prefixes: PrefixCache | None = None) -> None:
+                 planner: Planner | None = None, *, exact_batches: bool = True, prefixes: PrefixCache | None = None,
+                 cuda_graphs: bool | None = None) -> None:
         self.model, self.tokenizer = model, tokenizer
         # False when a row's result depends on the other rows of a pass (int8, mixed): then
         # tree verification could differ from plain decoding, so speculation is off.
         self.exact_batches = exact_batches
         if exact_batches:   # a row's numbers must not depend on the pass (tree verification)
             make_rows_exact(model)
+        # on CUDA in half precision: FlashInfer's masked attention where installed and agreeing with SDPA;
+        # then batch-1 steps and verification passes replayed from graphs (None: $PROMPTX_CUDA_GRAPHS, on
+        # unless "0"). On a CPU neither changes anything.
+        use_flashinfer(model)
+        if model.graphs is None and (graphs_wanted() if cuda_graphs is None else cuda_graphs):
+            attach_cuda_graphs(model)
         self.drafter, self.planner = drafter, planner
         # prompt-prefix KV reuse: only where decoding is plain-only (see engine.decode.prefix_cache)
         self.prefixes = prefixes if not exact_batches else None
@@ -59,9 +71,10 @@ class Generator:
 
     @classmethod
     def from_dir(cls, model_dir: str | Path, *, dtype: str | torch.dtype | None = None,
-                 device: str | torch.device = "cpu") -> "Generator":
+                 device: str | torch.device = "cpu", cuda_graphs: bool | None = None) -> "Generator":
         """``dtype`` "auto" (or None): 4-bit weights where ``prefers_int4`` and the model's weights
-        are 4-bit already (nothing changes but speed), else ``default_dtype``."""
+        are 4-bit already (nothing changes but speed), else ``default_dtype``. ``cuda_graphs``: see
+        ``__init__`` (CUDA only)."""
         if dtype in (None, AUTO) and prefers_int4(device):
             try:
                 generator = cls._from_dir_int4(model_dir, device, max_grid_distance=LOSSLESS_GRID_DISTANCE)
@@ -81,7 +94,7 @@ class Generator:
         if dtype == INT4:
             return cls._from_dir_int4(model_dir, device)     # asked for: whatever quantizing changes
         model, tokenizer = load_model(model_dir, dtype, device)
-        return cls(model, tokenizer)
+        return cls(model, tokenizer, cuda_graphs=cuda_graphs)
 
     @classmethod
     def _from_dir_int4(cls, model_dir: str | Path, device: str | torch.device,

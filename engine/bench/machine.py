@@ -1,4 +1,4 @@
-"""What the benchmark records about the machine: CPU, threads, precision, memory.
+"""What the benchmark records about the machine: CPU, threads, precision, CUDA graphs, memory.
 
 Not here: measuring decoding (``engine.bench.runs``).
 """
@@ -30,6 +30,10 @@ def machine_info(model) -> dict:
             "platform": platform.platform()}
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
+    # CUDA graphs (engine.runtime.cuda_graphs): capture cost, captured buckets, replays; None when off
+    info["cuda_graphs"] = model.graphs.summary() if model.graphs is not None else None
+    kernels = {layer.self_attn.kernel for layer in model.layers}
+    info["attention"] = "sdpa" if kernels == {None} else "flashinfer"     # engine.runtime.tree_attention
     return info
 
 

@@ -42,12 +42,14 @@ def device_name(device: torch.device) -> str:
 
 
 def cost_key(model, drafter) -> CostKey:
-    """Device, target fingerprint + drafter shape, dtype and torch threads of this pair."""
+    """Device (and whether the target replays CUDA graphs: its passes then cost less), target
+    fingerprint + drafter shape, dtype and torch threads of this pair."""
     c = drafter.config
     shape = f"{c.hidden_size}-{c.draft_vocab_size}-{c.lowrank_rank}-{c.window}"
     drafter_id = hashlib.sha256(shape.encode()).hexdigest()[:6]
     weight = model.embed_tokens.weight
-    return CostKey(device=device_name(weight.device), model=f"{target_fingerprint(model)}-{drafter_id}",
+    device = device_name(weight.device) + ("+cuda-graphs" if model.graphs is not None else "")
+    return CostKey(device=device, model=f"{target_fingerprint(model)}-{drafter_id}",
                    dtype=model.precision, threads=torch.get_num_threads())
 
 

@@ -4,7 +4,9 @@ Only the network: embeddings, decoder blocks, final norm and head, reading
 and writing an external ``KVCache``. One forward pass serves prefill, single
 token decoding and tree verification (explicit boolean mask, positions =
 prefix length + depth). It can return the EAGLE-3 hidden-state taps and
-computes logits only at the rows asked for.
+computes logits only at the rows asked for. On CUDA the batch-1 passes after
+the prompt may be replayed from CUDA graphs (``Transformer.graphs``,
+``engine.runtime.cuda_graphs``).
 
 Not here: loading files (``engine.weights.loading``), decoding loops, sampling.
 """
@@ -37,6 +39,7 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.rowwise = False   # batch 1, after the prefix: each token as its own row (engine.runtime.exact_rows)
+        self.kernel = None     # batch 1, after the prefix: another attention kernel (engine.runtime.tree_attention)
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], cache: KVCache,
                 layer: int, start: int, mask: torch.Tensor | None, slots: torch.Tensor | None = None) -> torch.Tensor:
@@ -55,6 +58,9 @@ class Attention(nn.Module):
         k_all, v_all = cache.write(layer, start, k, v, span, slots)       # [B, Hkv, span, D]
         if self.rowwise and start > 0 and b == 1:   # exactness is promised at batch 1
             out = attend_rowwise(q, k_all, v_all, mask)
+        elif self.kernel is not None and start > 0 and b == 1 and (mask is None or mask.dim() == 2):
+            every_key = mask if mask is not None else q.new_ones(t, k_all.shape[2], dtype=torch.bool)
+            out = self.kernel(q, k_all, v_all, every_key)
         else:
             out = attend(q, k_all, v_all, mask, causal=(start == 0 and t > 1))
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
@@ -119,10 +125,15 @@ class Transformer(nn.Module):
         # draft-tree columns a pass may verify (None: all; 1: the first chain only, where this CPU's
         # attention sums keys moved into another column differently: engine.runtime.exact_rows)
         self.max_columns: int | None = None
+        # CUDA graphs of the passes after the prompt at batch 1, over a static cache that ``new_cache``
+        # leases to one decode at a time (engine.runtime.cuda_graphs); None: every pass through the modules
+        self.graphs = None
 
     def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
         cfg = self.config
         capacity = capacity or cfg.max_position_embeddings
+        if self.graphs is not None and batch == 1 and (leased := self.graphs.lease(capacity)) is not None:
+            return leased
         return KVCache(cfg.num_hidden_layers, batch, cfg.num_key_value_heads, cfg.head_dim,
                        capacity, self.dtype, self.embed_tokens.weight.device, spans=bool(self.lane_stride))
 
@@ -143,6 +154,8 @@ class Transformer(nn.Module):
         if self.lean is not None and self.lean.handles(tokens, cache, positions=positions, mask=mask,
                                                          logits_at=logits_at, taps=taps, slots=slots):
             return self.lean(tokens, cache, positions=positions, mask=mask, logits_at=logits_at, taps=taps, slots=slots)
+        if self.graphs is not None and self.graphs.handles(tokens, cache, positions=positions, mask=mask, slots=slots):
+            return self.graphs(tokens, cache, positions=positions, mask=mask, logits_at=logits_at, taps=taps)
         if positions is None:
             positions = torch.arange(start, start + t, device=tokens.device)
         if self.lane_stride:

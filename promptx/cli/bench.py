@@ -320,11 +320,14 @@ def suite_file(name: str) -> Path:
 @click.option("--peers", default="transformers,llamacpp", show_default=True, help="Peers to compare: transformers, llamacpp, mixed, int8 (promptx's plain decoder in that precision), or none.")
 @click.option("--dtype", default="auto", show_default=True, help="float32, bfloat16, int4 or auto (int4 where it is faster and lossless, else bf16 where native, else float32).")
 @click.option("--device", help="cpu or cuda (default: cuda when available).")
+@click.option("--cuda-graphs/--no-cuda-graphs", default=None,
+              help="On CUDA: replay the target's batch-1 steps and verification passes from CUDA graphs "
+                   "(default: on, unless PROMPTX_CUDA_GRAPHS=0). No effect on a CPU.")
 @click.option("--threads", type=click.IntRange(min=1), help="torch threads (default: torch's own choice).")
 @click.option("--no-warmup", is_flag=True, help="Skip the warm-up decode of each run.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Write bench.json, summary.md, plots.")
 def bench(prompt_file, suite, file_format, target, model, drafter, max_new_tokens, temperature, budgets, modes,
-          concurrency, num_prompts, seed, peers, dtype, device, threads, no_warmup, out) -> None:
+          concurrency, num_prompts, seed, peers, dtype, device, cuda_graphs, threads, no_warmup, out) -> None:
     """Benchmark speculative decoding on the prompts of PROMPT_FILE (or of a shipped --suite)."""
     if (prompt_file is None) == (suite is None):
         raise click.UsageError("give a PROMPT_FILE or --suite NAME (one of them)")
@@ -344,7 +347,7 @@ def bench(prompt_file, suite, file_format, target, model, drafter, max_new_token
         raise InvalidInputError(str(exc)) from None
     peer_names = parse_peers(peers)
     specs = read_prompt_file(prompt_file, file_format, limit=num_prompts)
-    source, directory, generator = load_generator(model, dtype, device)
+    source, directory, generator = load_generator(model, dtype, device, cuda_graphs=cuda_graphs)
     from ..models import prompt_style_of
 
     prompts = bench_prompts(specs, generator, target, max_new_tokens, prompt_style_of(directory))

@@ -389,7 +389,7 @@ def bench_run(generator, tmp_path_factory, request):
     questions = write(tmp / "question.jsonl", '{"category": "qa", "turns": ["Name three primary colors."]}',
                       '{"category": "math", "turns": ["What is two plus two?"]}')
     patch = pytest.MonkeyPatch()
-    patch.setattr(bench_cli, "load_generator", lambda model, dtype, device: (resolve_model(None), directory, gen))
+    patch.setattr(bench_cli, "load_generator", lambda model, dtype, device, **_: (resolve_model(None), directory, gen))
     try:
         result = CliRunner().invoke(_cli(), ["bench", str(questions), "--max-new-tokens", "16", "--budgets", "1",
                                              "--no-warmup", "--out", str(tmp / "out")])
@@ -526,3 +526,18 @@ def test_a_suite_run_reports_speed_per_task(tmp_path):
     report = json.loads((tmp_path / "bench.json").read_text())
     assert sorted(report["runs"]["none"]["tokens_per_s_by_task"]) == ["i2i", "i2v", "t2i", "t2v"]
     assert "### tok/s per task" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("flag, seen", [("--cuda-graphs", True), ("--no-cuda-graphs", False), (None, None)])
+def test_bench_passes_the_cuda_graphs_switch_to_the_model_it_loads(tmp_path, monkeypatch, flag, seen):
+    import promptx.cli.bench as bench_cli
+
+    loads = []
+
+    def load(model, dtype, device, *, cuda_graphs=None):
+        loads.append(cuda_graphs)
+        raise InvalidInputError("stop here")
+    monkeypatch.setattr(bench_cli, "load_generator", load)
+    prompts = write(tmp_path / "p.txt", "a cat")
+    result = CliRunner().invoke(_cli(), ["bench", str(prompts), "--peers", "none"] + ([flag] if flag else []))
+    assert loads == [seen] and "stop here" in result.output
