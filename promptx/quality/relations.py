@@ -4,7 +4,9 @@
 on the bottom of broccoli": the output keeps the relation when a word that
 says it stands in a sentence that names one of the related things; left and
 right must stay on their sides, and over and under must not only be said the
-other way round ("the donut sits on top of the broccoli").
+other way round ("the donut sits on top of the broccoli"), and an output that opens
+with the prompt's own words must not put the first thing on another support at once
+("Ten children on a couch sit on a small plastic table").
 Not here: subjects and their attributes (``assess``, ``attributes``).
 """
 
@@ -15,7 +17,7 @@ import re
 from .assessment import Finding
 from .lexicon import Lexicon
 from .matching import matches
-from .mentions import PICTURE_WORDS, Mention
+from .mentions import PICTURE_WORDS, Mention, mentions
 from .words import Word, words
 
 __all__ = ["relation_findings"]
@@ -65,6 +67,9 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
             swapped.append(name)
         elif not _relation_kept(name, keep, ends, things, sentences, out_words, lex):
             lost.append(name)
+    moved = _moved_after_echo(prompt, text, source, lex)
+    if moved and moved not in swapped:
+        swapped.append(moved)
     out = []
     if lost:
         out.append(Finding(kind="lost", code="lost_relation", words=lost,
@@ -73,6 +78,38 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
         out.append(Finding(kind="contradiction", code="relation", words=swapped,
                            detail=f'the output turns the prompt\'s relation around ({", ".join(swapped)})'))
     return out
+
+
+# a placing verb right after the output's echo of the prompt: "A turtle on the bottom of a chair sits
+# on a smooth, wooden desk", "A rabbit in front of a balloon sits in a red balloon"
+_PLACED = re.compile(r"[\s,]*(?:sits?|stands?|lies|lie|rests?|perch(?:es)?|(?:is|are) (?:placed|set))\s+"
+                     r"(on top of|on|upon|atop|inside|in)\b", re.I)
+_SUPPORT = re.compile(r"\b(?:on|atop|upon|under|beneath|underneath)\b")     # "on the bottom of" too
+_SIDE = re.compile(r"\bin front of\b|\bbehind\b|\bnext to\b|\bbeside\b|\b(?:left|right) of\b")
+
+
+def _moved_after_echo(prompt: str, text: str, source: list[Mention], lex: Lexicon) -> str | None:
+    """The relation an output undoes right after opening with the prompt's own words: the first
+    thing put on another thing than the one the prompt rests it on ("Ten children on a couch sit
+    on a small plastic table"), or into the thing it stands beside ("a rabbit in front of a
+    balloon sits in a red balloon")."""
+    echo = prompt.strip().rstrip(".!").lower()
+    if not echo or not text.lower().startswith(echo) or re.search(r"\bwith\b", echo):
+        return None                       # "a panda with glasses on its head sits in a grove": the glasses'
+
+    placed = _PLACED.match(text, len(echo))
+    things = [m.lemma for m in source if not m.modifier and m.lemma not in PICTURE_WORDS]
+    if placed is None or len(things) < 2:
+        return None
+    where = next((m.lemma for m in mentions(words(text[placed.end():])[:5], lex)), None)
+    if where is None:
+        return None
+    same = where == things[-1] or lex.shares_a_sense(things[-1], where)   # not "desk" for "chair": furniture both
+    if _SUPPORT.search(echo) and not _SIDE.search(echo) and not same and placed.group(1).lower() not in ("in", "inside"):
+        return "on"                       # "sits in a sunny window" may hold both
+    if _SIDE.search(echo) and placed.group(1).lower() in ("in", "inside") and same:
+        return "beside"
+    return None
 
 
 def _sentences(text: str) -> list[list[Word]]:

@@ -339,6 +339,14 @@ FINDING_PAIRS = [
      "An orange and a green carrot sit on a table, the carrot in front. The camera starts at the bottom. "
      "Front view.",
      "An orange sits below a green carrot on a wooden table. Front view.", None),
+    # read from blind9: the prompt's words, then the first thing put somewhere else
+    ("contradiction", "relation", "a kitten on a piano",
+     "A kitten on a piano sits on a wide leather armchair by the window, its tail curled around its paws.",
+     "A kitten on a piano sits on the piano's closed lid by the window, its tail curled around its paws.",
+     None),   # a part named alone ("sits on the closed lid") reads as another support: a retry
+    ("contradiction", "relation", "a dog in front of a tent",
+     "A dog in front of a tent lies in the tent, its nose poking out of the flap at dawn.",
+     "A dog in front of a tent lies in the dewy grass, its nose pointed at the flap at dawn.", None),
     # read from blind9: a change said the other way round, with other ends, or undone
     ("contradiction", "change", "The iron gate turned into a golden gate.",
      "A golden gate turned into an iron one, its bars glinting; flakes of golden paint drift onto a gravel path.",
@@ -912,7 +920,7 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     # blind9 (2026-12-04): 241 fresh t2v/t2i prompts enhanced as shipped and with the answer opened
     # by the prompt's words (474 distinct outputs, labelled blind by five helpers): 132 unfaithful,
     # 6 flagged by the check of 6e4e0cb (its fallbacks); read while adding the camera, colour,
-    # medium and change checks of that morning: 0.952 / 0.152.
+    # medium, change and echo-relation checks of that morning: 0.958 / 0.174.
     assert min(scores["calibration"][:2]) >= 0.9
     assert scores["blind9"][0] >= 0.9 and scores["blind9"][1] >= 0.12
     assert scores["blind6"][0] >= 0.9 and scores["blind6"][1] >= 0.15
