@@ -61,7 +61,11 @@ class HarnessConfig:
     explore_every: int = 16        # batched rounds: a 1-token chain this often even when predicted not to pay
     plain_run: int = 24            # batch 1: plain steps in the first run once speculating is measured slower
     max_plain_run: int = 384       # ... doubled after every re-measured round that loses, up to this
-    pace_smoothing: float = 0.3    # weight of a new measurement in the seconds-per-token estimates
+    pace_smoothing: float = 0.3    # weight of a new plain run in the plain seconds-per-token estimate
+    # weight of a new round in speculation's running means (a plain mean over the first rounds): a
+    # round emits 1 or 2 tokens by luck, and over ~3 rounds a streak of misses looked slower than
+    # plain steps often enough to send a drafter that pays 15% to plain runs half the time
+    round_smoothing: float = 0.05
     pace_margin: float = 0.03      # speculate unless its seconds per token are this much worse
     measure_rounds: int = 4        # speculative rounds measured together (at first, after each plain run)
 
@@ -91,6 +95,7 @@ class Harness(Planner):
         # seconds per round over tokens per round (running means), not one round's luck
         self.pace = {"speculative": None, "plain": None}
         self._round_pace = {"seconds": None, "tokens": None}
+        self._paced_rounds = 0     # speculative rounds in those means
         self._measure_left = self.config.measure_rounds   # rounds still to measure before the pace decides
         self._plain_run = self.config.plain_run   # length of the next run of plain steps
         self._plain_left: int | None = None   # plain steps left in the current run (None: no run)
@@ -206,12 +211,13 @@ class Harness(Planner):
     def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
         if tokens <= 0:
             return
-        w = self.config.pace_smoothing
         if plain:
-            old = self.pace["plain"]
+            old, w = self.pace["plain"], self.config.pace_smoothing
             self.pace["plain"] = seconds / tokens if old is None else (1 - w) * old + w * seconds / tokens
             self._plain_left = (self._plain_left or 0) - tokens
             return
+        self._paced_rounds += 1
+        w = max(1 / self._paced_rounds, self.config.round_smoothing)
         for key, value in (("seconds", seconds), ("tokens", tokens)):
             old = self._round_pace[key]
             self._round_pace[key] = value if old is None else (1 - w) * old + w * value

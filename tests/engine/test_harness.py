@@ -252,21 +252,35 @@ def test_plain_runs_double_while_re_measured_rounds_keep_losing():
 
 def test_speculation_is_judged_on_several_rounds_by_their_mean_tokens():
     """One round that drafts in vain (1 token) must not send the harness to plain steps: it
-    measures ``measure_rounds`` rounds, and per token it divides mean seconds by mean tokens."""
+    measures ``measure_rounds`` rounds, and per token it divides mean seconds by mean tokens (a
+    plain mean over the first rounds, then a running one that moves by ``round_smoothing``)."""
     harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=8, measure_rounds=3, pace_smoothing=0.5))
     harness.observe_pace(10, 0.15, plain=True)                  # plain: 0.015 s per token
     harness.observe_pace(1, 0.02, plain=False)                  # a round that drafted in vain: 0.02 s/token
     assert harness.plain_steps(256) == 0                        # ...but two more rounds are measured first
     harness.observe_pace(3, 0.03, plain=False)
     harness.observe_pace(3, 0.03, plain=False)
-    # mean seconds 0.0275 over mean tokens 2.5: 0.011 s per token (the mean of per-round paces is 0.0125)
-    assert abs(harness.pace["speculative"] - 0.0275 / 2.5) < 1e-9
+    # mean seconds 0.08 / 3 over mean tokens 7 / 3: 0.0114 s per token (the mean of per-round paces is 0.0133)
+    assert abs(harness.pace["speculative"] - 0.08 / 7) < 1e-9
     assert harness.plain_steps(256) == 0                        # faster than plain: speculate on
     for _ in range(6):
         harness.observe_pace(1, 0.04, plain=False)              # drafts stopped paying
     assert harness.plain_steps(256) == 8                        # a plain run...
+    assert abs(harness.pace["speculative"] - (0.08 + 6 * 0.04) / (7 + 6)) < 1e-9
     harness.observe_pace(8, 0.12, plain=True)
     assert [harness.plain_steps(256) for _ in range(3)] == [0, 0, 0]   # ...then three rounds re-measure
+
+
+def test_a_streak_of_missed_rounds_does_not_outweigh_many_rounds_that_paid():
+    """Rounds emit 1 or 2 tokens by luck: after 40 rounds that paid, three misses in a row leave
+    speculation ahead of plain steps (a 3-round window had sent it to plain runs)."""
+    harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=8, measure_rounds=3))
+    harness.observe_pace(24, 24 * 0.0135, plain=True)          # plain: 13.5 ms a token
+    for i in range(40):
+        harness.observe_pace(1 + i % 2, 0.0175, plain=False)    # 1.5 tokens per 17.5 ms round: 11.7 ms
+    for _ in range(3):
+        harness.observe_pace(1, 0.0175, plain=False)
+    assert harness.pace["speculative"] < 0.0135 and harness.plain_steps(256) == 0
 
 
 def test_plain_runs_inside_a_harness_decode_stay_lossless(one_thread):
