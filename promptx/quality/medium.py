@@ -76,7 +76,9 @@ def asks_stylized(prompt: str) -> bool:
     """The prompt asks for a picture in a style no realistic picture has ("a cartoon of a train",
     "..., surrealism style", "anime"), not for a thing in one ("a box with a cartoon on it"), and
     never for a realistic one ("a realistic cartoon")."""
-    return not _REALISTIC.search(prompt) and any(_names_the_picture(prompt[: hit.start()]) or re.match(r"[ -]style\b", prompt[hit.end():], re.I)
+    if _REALISTIC.search(prompt):
+        return False
+    return any(_names_the_picture(prompt[: hit.start()]) or re.match(r"[ -]style\b", prompt[hit.end():], re.I)
                for hit in _STYLIZED.finditer(prompt))
 
 

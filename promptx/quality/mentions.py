@@ -114,16 +114,17 @@ def _being(word: str, lemma: str | None, lex: Lexicon) -> bool:
         and not describes(word, lex)
 
 
+_BE = frozenset("is are was were has have".split())
+
+
 def _coloured_being(ws: list[Word], i: int, lemma: str | None, lex: Lexicon) -> bool:
     """A word whose first noun sense is a being, right after a colour or between an article and
     "is": "a yellow fly", "the fly is white" (an adjective too, but not there)."""
-    if not (lemma and i > 0 and ws[i].text in (lemma, lemma + "s", lemma + "es") and lex.lexname(lemma) in _BEINGS):
+    if not (lemma and i > 0 and ws[i].text in (lemma, lemma + "s", lemma + "es")
+            and lex.lexname(lemma) in _BEINGS):
         return False
     before_verb = ws[i - 1].text in ("a", "an", "the") and i + 1 < len(ws) and ws[i + 1].text in _BE
     return before_verb or bool(color_of(ws[i - 1].text, lex))
-
-
-_BE = frozenset("is are was were has have".split())
 
 
 def _after_article(ws: list[Word], i: int, lex: Lexicon) -> bool:

@@ -105,9 +105,10 @@ def _moved_after_echo(prompt: str, text: str, source: list[Mention], lex: Lexico
     if where is None:
         return None
     same = where == things[-1] or lex.shares_a_sense(things[-1], where)   # not "desk" for "chair": furniture both
-    if _SUPPORT.search(echo) and not _SIDE.search(echo) and not same and placed.group(1).lower() not in ("in", "inside"):
-        return "on"                       # "sits in a sunny window" may hold both
-    if _SIDE.search(echo) and placed.group(1).lower() in ("in", "inside") and same:
+    inside = placed.group(1).lower() in ("in", "inside")          # "sits in a sunny window" may hold both
+    if _SUPPORT.search(echo) and not _SIDE.search(echo) and not same and not inside:
+        return "on"
+    if _SIDE.search(echo) and inside and same:
         return "beside"
     return None
 
