@@ -26,6 +26,7 @@ Not here: measuring costs (``engine.planning.calibrate``), the policy maths.
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
@@ -141,6 +142,7 @@ class Harness(Planner):
         values = self.calibrator.calibrate(confidence)
         level = torch.arange(values.numel(), device=values.device)
         widths: list[int] = []
+        drafted_s = 0.0      # the drafter's own time in the expansions (not the policy's, nor the root's)
         with DraftPass(drafter, state) as drafting:
             while not expansion.done:
                 level_values = values[level]
@@ -150,7 +152,9 @@ class Harness(Planner):
                     break
                 chosen = level[level_values.argsort(descending=True, stable=True)[:width]].sort().values
                 expansion.set_frontier(chosen)
+                started = time.perf_counter()
                 logp, tokens = drafting.run(expansion, cfg.branching)
+                drafted_s += time.perf_counter() - started
                 base = expansion.pool_size
                 expansion.extend(logp, tokens)
                 spent += draft_seconds(width)
@@ -167,7 +171,7 @@ class Harness(Planner):
         tree = select_top_nodes(pool_tokens, parents, values.clamp(min=1e-30).log(), plan.count)
         self._pending = {"pool": int(values.numel()), "widths": widths, "nodes": tree.size,
                          "depth": tree.max_depth, "predicted_accepted": round(plan.expected_tokens - 1, 3),
-                         "predicted_draft_s": spent, "predicted_tree_s": spent - catch_up,
+                         "predicted_draft_s": spent, "predicted_tree_s": spent - catch_up, "drafted_s": drafted_s,
                          "predicted_verify_s": verify(tree.size + 1),
                          "confidence": confidence[tree.pool_indices].tolist() if tree.size else []}
         return tree
@@ -323,8 +327,11 @@ class Harness(Planner):
         if pending.get("predicted_verify_s"):
             ratio = verify_s / (pending["predicted_verify_s"] / self.verify_scale)
             self.verify_scale = (1 - w) * self.verify_scale + w * ratio
-        if pending.get("widths") and pending.get("predicted_tree_s"):   # measured draft_s excludes the catch-up
-            ratio = draft_s / (pending["predicted_tree_s"] / self.draft_scale)
+        if pending.get("widths") and pending.get("predicted_tree_s"):
+            # the expansions' own seconds against the table's: a round's fixed costs (the root's
+            # top-k, the policy's arithmetic) are paid whether it expands or not, so they are no
+            # part of what one more expansion costs
+            ratio = pending["drafted_s"] / (pending["predicted_tree_s"] / self.draft_scale)
             self.draft_scale = (1 - w) * self.draft_scale + w * ratio
         stats.rounds.append({
             "nodes": pending.get("nodes", tree.size), "depth": pending.get("depth", tree.max_depth),

@@ -162,6 +162,25 @@ def test_policy_picks_a_chain_or_nothing_when_verification_is_expensive(one_thre
     assert unsure.size == 0                                                                  # plain step
 
 
+def test_the_drafters_own_seconds_correct_the_expansion_cost_not_the_rounds_fixed_costs(one_thread):
+    """A round's drafting time includes the policy's arithmetic and the root's top-k, paid whether
+    it expands or not: only the expansions' own seconds may scale what one more expansion costs."""
+    from types import SimpleNamespace
+
+    target = make_tiny_target()
+    drafter = make_tiny_drafter(target, window=16)
+    state = DraftState(drafter.new_cache(512), root_out=None)
+    drafter_catch_up(drafter, state, torch.randn(1, 5, 3 * target.config.hidden_size), [1, 2, 3, 4, 5])
+    harness = Harness(synthetic_table(1e-5, draft=1e-5), HarnessConfig(branching=4, latency_smoothing=1.0))
+    with torch.inference_mode():
+        tree = harness.draft(ConfidentDrafter(drafter, [0.9, 0.6, 0.3, 0.1]), state, context=100)
+    pending = dict(harness._pending)
+    assert pending["widths"] and 0 < pending["drafted_s"]
+    harness.observe(tree, SimpleNamespace(accepted_nodes=[], num_accepted=0), 10.0, 1e-3, DecodeStats())
+    # a whole second of "drafting" per round would make the scale ~1e5; the expansions' own time does not
+    assert harness.draft_scale == pytest.approx(pending["drafted_s"] / pending["predicted_tree_s"])
+
+
 def test_calibrator_learns_from_observations():
     cal = AcceptanceCalibrator(bins=10, prior_weight=2.0)
     assert float(cal.calibrate(torch.tensor([0.85]))) == pytest.approx(0.85)
