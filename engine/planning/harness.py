@@ -154,6 +154,8 @@ class Harness(Planner):
                 expansion.set_frontier(chosen)
                 started = time.perf_counter()
                 logp, tokens = drafting.run(expansion, cfg.branching)
+                if logp.is_cuda:                 # the policy reads these values at once anyway
+                    torch.cuda.synchronize(logp.device)
                 drafted_s += time.perf_counter() - started
                 base = expansion.pool_size
                 expansion.extend(logp, tokens)
@@ -209,6 +211,8 @@ class Harness(Planner):
         elif self._plain_left <= 0:                       # the run is used up: re-measure a few rounds
             self._plain_left, self._remeasuring = None, True
             self._measure_left = self.config.measure_rounds
+            # ...that weigh about half of speculation's means (not 5% each, after many rounds)
+            self._paced_rounds = min(self._paced_rounds, self.config.measure_rounds)
             return 0
         return self._plain_left
 

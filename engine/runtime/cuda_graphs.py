@@ -245,6 +245,8 @@ class CudaGraphs:
 
     @torch.inference_mode()
     def _capture(self, rows: int) -> tuple["torch.cuda.CUDAGraph", ForwardOutput]:
+        if self.storage.k.device.type != "cuda":     # a graph of CPU work records nothing to replay
+            raise RuntimeError(f"CUDA graphs capture CUDA work; the model is on {self.storage.k.device}")
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):

@@ -38,7 +38,7 @@ _INTO = re.compile(r"\b(?:(transform|morph|chang)|turn)(?:s|es|ed|e|ing)? into (
 # words that send a size one way ("growing larger" undoes a change from large to small; not "no
 # bigger than a teacup", "its whiskers grow longer")
 _GROW = r"(?:grow|grows|growing|grew|becomes?|becoming|gets?|getting)"
-_GOING = {"big": re.compile(rf"\b{_GROW} (?:larger|bigger)\b|\b(?:expands?|expanding|swells?|swelling)\b", re.I),
+_GOING = {"big": re.compile(rf"\b{_GROW} (?:larger|bigger)\b|\bexpands\b", re.I),   # not "ocean swells"
           "small": re.compile(rf"\b{_GROW} smaller\b|\b(?:shrinks?|shrinking|shrank|shrunk)\b", re.I)}
 _NOT_A_STATE = frozenset("as when while and with under in at on after before until the a an".split())
 # words of a size or a light, with the forms that say them
@@ -64,10 +64,12 @@ def change_findings(prompt: str, text: str, lex: Lexicon) -> list[Finding]:
     last = next((i for i, w in enumerate(out[first + 1:], first + 1) if any(_says(s, w, lex) for s in end)), None)
     if last is None:
         return [_lost(end, "where the change ends, after where it starts")]
-    return _turned_around(start, end, text, " ".join(w.text for w in out[last + 1:]), lex)
+    return _turned_around(start, end, text, " ".join(w.text for w in out[last + 1:]),
+                          {w.text for w in words(prompt)}, lex)
 
 
-def _turned_around(start: list[str], end: list[str], text: str, after_end: str, lex: Lexicon) -> list[Finding]:
+def _turned_around(start: list[str], end: list[str], text: str, after_end: str, prompt_words: set[str],
+                   lex: Lexicon) -> list[Finding]:
     """A ``change`` contradiction: the output says its own change with other ends ("change color
     from blue to orange" of a white-to-yellow change, "a wooden seat turned into a plastic one")
     or, once the end is said, a size going back the other way ("growing larger")."""
@@ -76,7 +78,10 @@ def _turned_around(start: list[str], end: list[str], text: str, after_end: str, 
         if all(said) and not (_agree(start, said[0], lex) and _agree(end, said[1], lex)):
             return [_reversed(start, end, own.group(0))]
     for own in _INTO.finditer(text):
-        said = [w for w in own.group(2).lower().split()[:-1] if _plain_state(w, lex)]
+        *describing, noun = own.group(2).lower().split()
+        if not own.group(1) and noun != "one" and noun not in prompt_words:
+            continue                         # "as the trail turns into a dark forest": not the thing's change
+        said = [w for w in describing if _plain_state(w, lex)]
         if said and not _agree(end, said, lex):
             return [_reversed(start, end, own.group(0))]
     back = {_SAME_SIZE[s] for s in start if s in _SAME_SIZE} - {_SAME_SIZE[e] for e in end if e in _SAME_SIZE}
@@ -106,12 +111,12 @@ def _asked_change(prompt: str, lex: Lexicon) -> tuple[list[str], list[str]] | No
     if found:
         start, end = _states(found.group(1), lex), _states(found.group(2), lex)
         return (start, end) if start and end else None
-    found = _INTO.search(prompt)
+    # the first "transforms into ...", or "turns into" before a state ("the car turns into a driveway" is none)
+    found = next((hit for hit in _INTO.finditer(prompt)
+                  if hit.group(1) or any(_state_word(w, lex) for w in hit.group(2).lower().split()[:-1])), None)
     if not found:
         return None
     *describing, noun = found.group(2).lower().split()
-    if not found.group(1) and not any(_state_word(w, lex) for w in describing):
-        return None                          # "the car turns into a driveway"
     end = _states(" ".join(describing), lex) or [noun]
     before = [w.text for w in words(prompt[:found.start()])]
     start = [w for w in before if _state_word(w, lex)] if describing else before[-1:]

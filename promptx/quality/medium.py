@@ -75,8 +75,8 @@ def _names_the_picture(before: str) -> bool:
 def asks_stylized(prompt: str) -> bool:
     """The prompt asks for a picture in a style no realistic picture has ("a cartoon of a train",
     "..., surrealism style", "anime"), not for a thing in one ("a box with a cartoon on it"), and
-    never for a realistic one ("a realistic cartoon")."""
-    if _REALISTIC.search(prompt):
+    never for a realistic one or a photo ("a realistic cartoon", "a surreal photo")."""
+    if _REALISTIC.search(prompt) or _PHOTO_PROMPT.search(prompt):   # "a surreal photo of a melting clock"
         return False
     return any(_names_the_picture(prompt[: hit.start()]) or re.match(r"[ -]style\b", prompt[hit.end():], re.I)
                for hit in _STYLIZED.finditer(prompt))

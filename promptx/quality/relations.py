@@ -54,6 +54,7 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
     sentences = _sentences(text)
     things = [m.lemma for m in source if m.lemma not in PICTURE_WORDS]   # not "left" of "on the left of"
     vertical = any(re.search(_RELATIONS[name][0], low) for name in _VERTICAL)   # "under the table, then left"
+    plural = frozenset(m.lemma for m in source if m.many)
     for name, (said, keep) in _RELATIONS.items():
         hit = re.search(said, low)
         if not hit:
@@ -63,7 +64,7 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
             swapped.append(name)
         elif ends and name in _VERTICAL and _upside_down(name, ends, sentences, lex):
             swapped.append(name)
-        elif ends and name in _SIDE_BY_SIDE and not vertical and _stacked(ends, sentences, lex):
+        elif ends and name in _SIDE_BY_SIDE and not vertical and _stacked(ends, plural, sentences, lex):
             swapped.append(name)
         elif not _relation_kept(name, keep, ends, things, sentences, out_words, lex):
             lost.append(name)
@@ -84,31 +85,38 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
 # on a smooth, wooden desk", "A rabbit in front of a balloon sits in a red balloon"
 _PLACED = re.compile(r"[\s,]*(?:sits?|stands?|lies|lie|rests?|perch(?:es)?|(?:is|are) (?:placed|set))\s+"
                      r"(on top of|on|upon|atop|inside|in)\b", re.I)
-_SUPPORT = re.compile(r"\b(?:on|atop|upon|under|beneath|underneath)\b")     # "on the bottom of" too
-_SIDE = re.compile(r"\bin front of\b|\bbehind\b|\bnext to\b|\bbeside\b|\b(?:left|right) of\b")
+# a relation right after the prompt's first thing: one that rests it on the other thing, or one beside it
+_SIDE_WORDS = frozenset(["in front of", "behind", "next to", "beside", "on the left of", "on the right of",
+                         "to the left of", "to the right of"])
+_ECHO_RELATION = re.compile(r"\s(?P<rel>(?:on|to) the (?:left|right) of|on (?:the )?top of|on the bottom of|"
+                            r"on|atop|upon|in front of|behind|next to|beside)\s")
 
 
 def _moved_after_echo(prompt: str, text: str, source: list[Mention], lex: Lexicon) -> str | None:
-    """The relation an output undoes right after opening with the prompt's own words: the first
+    """The relation an output undoes right after opening with the prompt's own words, for a
+    prompt of two things related right after the first ("ten children on a couch"): the first
     thing put on another thing than the one the prompt rests it on ("Ten children on a couch sit
     on a small plastic table"), or into the thing it stands beside ("a rabbit in front of a
     balloon sits in a red balloon")."""
     echo = prompt.strip().rstrip(".!").lower()
-    if not echo or not text.lower().startswith(echo) or re.search(r"\bwith\b", echo):
-        return None                       # "a panda with glasses on its head sits in a grove": the glasses'
-
-    placed = _PLACED.match(text, len(echo))
-    things = [m.lemma for m in source if not m.modifier and m.lemma not in PICTURE_WORDS]
-    if placed is None or len(things) < 2:
+    things = [m for m in source if not m.modifier and m.lemma not in PICTURE_WORDS]
+    related = _ECHO_RELATION.search(echo)
+    if len(things) != 2 or related is None or not text.lower().startswith(echo):
         return None
-    where = next((m.lemma for m in mentions(words(text[placed.end():])[:5], lex)), None)
+    before = re.findall(r"[a-z]+", echo[: related.start("rel")])
+    if not before or lex.noun_lemma(before[-1]) != things[0].lemma:
+        return None                       # "a man holding a cup on a table": the cup's, not the man's
+    placed = _PLACED.match(text, len(echo))
+    where = next((m.lemma for m in mentions(words(text[placed.end():])[:5], lex)), None) if placed else None
     if where is None:
         return None
-    same = where == things[-1] or lex.shares_a_sense(things[-1], where)   # not "desk" for "chair": furniture both
-    inside = placed.group(1).lower() in ("in", "inside")          # "sits in a sunny window" may hold both
-    if _SUPPORT.search(echo) and not _SIDE.search(echo) and not same and not inside:
+    last = things[-1].lemma
+    same = where == last or lex.shares_a_sense(last, where)   # not "desk" for "chair": furniture both
+    inside = placed.group(1).lower() in ("in", "inside")      # "sits in a sunny window" may hold both
+    side = related.group("rel") in _SIDE_WORDS
+    if not side and not same and not inside:
         return "on"
-    if _SIDE.search(echo) and inside and same:
+    if side and inside and same:
         return "beside"
     return None
 
@@ -169,22 +177,25 @@ def _upside_down(name: str, ends: tuple[str, str], sentences, lex: Lexicon) -> b
 # relations that put two things side by side, never one on the other ("behind" is not one: a
 # bird behind a desk shows its head above it)
 _SIDE_BY_SIDE = frozenset({"left", "right", "beside"})
+# things named only in the plural, which "it" (a pair) or "them" stands for ("the bear rests on top of them")
+_PRONOUNS_OF = {pair: {"it", "them"} for pair in """scissors glasses sunglasses goggles binoculars pants trousers
+    jeans shorts tongs pliers headphones earphones""".split()}
 _STACKING = frozenset("atop under beneath underneath".split())   # and "top of"; not "above" (taller)
-_PRONOUNS = frozenset("it them".split())
 
 
 def _stacking_word(sent: list[Word], k: int) -> bool:
     return sent[k].text in _STACKING or sent[k].text == "top" and k + 1 < len(sent) and sent[k + 1].text == "of"
 
 
-def _stacked(ends: tuple[str, str], sentences, lex: Lexicon) -> bool:
+def _stacked(ends: tuple[str, str], plural: frozenset[str], sentences, lex: Lexicon) -> bool:
     """"A on the right of B" (or beside it) with one of them put on or under the other: "the
-    brush rests on top of it" ("it": the other end), "the train passes below the plane"."""
-    return any(_vertical_readings(sent, ends, lex, stacking=True) for sent in sentences)
+    brush rests on top of it" ("it": the other end; "them" for a plural one, "the scissors"),
+    "the train passes under the plane"."""
+    return any(_vertical_readings(sent, ends, lex, stacking=True, plural=plural) for sent in sentences)
 
 
 def _vertical_readings(sent: list[Word], ends: tuple[str, str], lex: Lexicon, *,
-                       stacking: bool = False) -> list[tuple[str, str, str]]:
+                       stacking: bool = False, plural: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
     """(thing, "above"/"below", thing) for each vertical word of ``sent`` between the nearest
     named ends before and after it. ``stacking``: only words that put one thing on or under
     another, ends named by their own word ("lights" names no microwave), and "it"/"them" after
@@ -201,8 +212,10 @@ def _vertical_readings(sent: list[Word], ends: tuple[str, str], lex: Lexicon, *,
             continue
         before = [end for j, end in named if j < k]
         after = [end for j, end in named if j > k]
-        if stacking and before and not after and any(x.text in _PRONOUNS for x in sent[k + 1: k + 4]):
-            after = [ends[1] if before[-1] == ends[0] else ends[0]]
+        other = ends[1] if before and before[-1] == ends[0] else ends[0]
+        pronouns = _PRONOUNS_OF.get(other, {"them"} if other in plural else {"it"})   # "beneath them": both
+        if stacking and before and not after and any(x.text in pronouns for x in sent[k + 1: k + 4]):
+            after = [other]
         if side and before and after and before[-1] != after[0]:
             out.append((before[-1], side, after[0]))
     return out

@@ -302,6 +302,21 @@ def test_a_streak_of_missed_rounds_does_not_outweigh_many_rounds_that_paid():
     assert harness.pace["speculative"] < 0.0135 and harness.plain_steps(256) == 0
 
 
+def test_rounds_that_re_measure_after_a_plain_run_weigh_enough_to_end_it():
+    """After many rounds that lost, the few rounds that re-measure after a plain run must be able
+    to show that speculation now pays (a 5% weight each would keep the old verdict)."""
+    harness = Harness(synthetic_table(0.001), HarnessConfig(plain_run=8, measure_rounds=4))
+    harness.pace["plain"] = 0.010                               # plain: 10 ms a token
+    for _ in range(100):
+        harness.observe_pace(1, 0.015, plain=False)             # speculation: 15 ms a token
+    assert harness.plain_steps(256) == 8
+    harness.observe_pace(8, 8 * 0.010, plain=True)             # the run is used up
+    assert harness.plain_steps(256) == 0                        # re-measuring...
+    for _ in range(4):
+        harness.observe_pace(3, 0.015, plain=False)             # ...now 5 ms a token
+    assert harness.plain_steps(256) == 0 and harness.pace["speculative"] < 0.010
+
+
 def test_plain_runs_inside_a_harness_decode_stay_lossless(one_thread):
     target = make_tiny_target(seed=3)
     drafter = make_tiny_drafter(target, window=16)

@@ -866,6 +866,25 @@ def test_a_spelling_variant_keeps_the_thing():
     assert "lost" in assess("a toilet and a hair drier", text.replace("hair dryer", "towel"), profile).kinds()
 
 
+@pytest.mark.parametrize(("prompt", "text"), [
+    # the first thing is not what the relation rests ("under", "holding a cup on a table", "on the beach")
+    ("a cat under a table", "A cat under a table sits on a soft rug by the window, its tail curled up."),
+    ("a man holding a cup on a table", "A man holding a cup on a table sits on a wooden bench near the window."),
+    ("a dog chasing a ball on the beach", "A dog chasing a ball on the beach stands on the wet sand at dawn."),
+    ("a frog on the right of a couch", "A frog on the right of a couch sits on a pale leather couch in a bedroom."),
+    # "them": both things, not the other one
+    ("a lamp on the left of a sofa", "A tall lamp stands on the left of a grey sofa, a soft rug spread beneath them."),
+    # another thing's turn, and a noun "swells"
+    ("a leaf changes from green to red", "A leaf changes from green to red as the trail turns into a dark forest."),
+    ("a ball changes from large to small", "A large ball changes from large to small as ocean swells roll behind it."),
+    # a surreal photo may be realistic
+    ("a surreal photo of a melting clock", "A surreal photo of a melting clock draped over a branch, realistic detail."),
+])
+def test_read_from_review_no_finding_where_the_text_keeps_the_prompt(prompt, text):
+    codes_found = set(codes(prompt, text))
+    assert not codes_found & {"relation", "lost_relation", "change", "lost_change", "medium"}, codes_found
+
+
 def reject_scores(rows: list[dict]) -> tuple[float, float, float]:
     """Precision and recall of the assessment's rejects against the labels, and accuracy."""
     tp = fp = fn = tn = 0
