@@ -72,7 +72,6 @@ class VocabularyIndex:
         self.quotes: list[int] = []
         self.camera_moves: list[int] = []
         self.photo_words: list[int] = []
-        self.realistic_words: list[int] = []
         self.words: dict[str, list[int]] = {}                      # every plain word -> its ids
         self._banned: dict[DecodingConstraint, tuple[int, ...]] = {}
         forms = self._lex.salient_forms()
@@ -95,8 +94,6 @@ class VocabularyIndex:
                 self.camera_moves.append(tid)
             if word in PHOTO_WORDS:
                 self.photo_words.append(tid)
-            if word in REALISTIC_WORDS:
-                self.realistic_words.append(tid)
             lemma = forms.get(word)
             if lemma and self._lex.is_noun(lemma):
                 self.salient.setdefault((lemma, word != lemma), []).append(tid)
@@ -126,7 +123,7 @@ class VocabularyIndex:
         if constraint.drawn:
             ids += self.photo_words
         if constraint.stylized:
-            ids += self.realistic_words
+            ids += [tid for word in REALISTIC_WORDS for tid in self.words.get(word, [])]
         for word in constraint.other_times:
             ids += self.words.get(word, [])
         return tuple(sorted(set(ids)))

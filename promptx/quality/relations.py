@@ -212,10 +212,11 @@ def _vertical_readings(sent: list[Word], ends: tuple[str, str], lex: Lexicon, *,
             continue
         before = [end for j, end in named if j < k]
         after = [end for j, end in named if j > k]
-        other = ends[1] if before and before[-1] == ends[0] else ends[0]
-        pronouns = _PRONOUNS_OF.get(other, {"them"} if other in plural else {"it"})   # "beneath them": both
-        if stacking and before and not after and any(x.text in pronouns for x in sent[k + 1: k + 4]):
-            after = [other]
+        if stacking and before and not after:
+            other = ends[1] if before[-1] == ends[0] else ends[0]
+            pronouns = _PRONOUNS_OF.get(other, {"them"} if other in plural else {"it"})   # "beneath them": both
+            if any(x.text in pronouns for x in sent[k + 1: k + 4]):
+                after = [other]
         if side and before and after and before[-1] != after[0]:
             out.append((before[-1], side, after[0]))
     return out
