@@ -54,6 +54,7 @@ class SFTConfig:
     checkpoint_every: int = 50
     keep_checkpoints: int = 2
     val_every: int = 100                  # 0: validate only at the end
+    autocast: str | None = None           # "bfloat16": matmuls in bf16, LoRA weights and optimizer in fp32
 
 
 @dataclass
@@ -115,6 +116,15 @@ def evaluate_answer_loss(model: Transformer, records: Sequence[Record], batch_si
         loss, n, _ = answer_loss(model, records[i: i + batch_size], max_length)
         total, count = total + float(loss) * n, count + n
     return total / max(1, count)
+
+
+def _compute_precision(model: Transformer, name: str | None):
+    """The autocast context of a training pass (a no-op for fp32)."""
+    if name in (None, "float32"):
+        return torch.autocast(model.embed_tokens.weight.device.type, enabled=False)
+    if name != "bfloat16":
+        raise ValueError(f"unknown training precision {name!r} (float32 or bfloat16)")
+    return torch.autocast(model.embed_tokens.weight.device.type, dtype=torch.bfloat16)
 
 
 def _fingerprint(records: Sequence[Record], config: SFTConfig, info: AdapterInfo) -> str:
@@ -205,8 +215,9 @@ def train_lora(model: Transformer, info: AdapterInfo, train_records: Sequence[Re
             batches = epoch_batches(lengths, config.batch_size, config.seed, epoch)
             while position < len(batches) and step < total:
                 started = time.perf_counter()
-                loss, answer_tokens, tokens = answer_loss(
-                    model, [train_records[i] for i in batches[position]], config.max_length)
+                with _compute_precision(model, config.autocast):
+                    loss, answer_tokens, tokens = answer_loss(
+                        model, [train_records[i] for i in batches[position]], config.max_length)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(params, config.grad_clip))

@@ -29,6 +29,15 @@ def _split(rows, name: str, data) -> list:
     return chosen
 
 
+def _training_precision(name: str) -> str:
+    """``--precision auto``: bfloat16 where the hardware computes it natively, else float32."""
+    if name != "auto":
+        return name
+    from engine.runtime.device import cpu_has_fast_bf16      # tune trains on the CPU
+
+    return "bfloat16" if cpu_has_fast_bf16() else "float32"
+
+
 @click.command("tune")
 @click.argument("data", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), required=True, help="Output folder.")
@@ -52,11 +61,14 @@ def _split(rows, name: str, data) -> list:
               help="Held-out inputs enhanced and assessed at each validation (round-robin over targets).")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=50, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--precision", type=click.Choice(["auto", "float32", "bfloat16"]), default="auto", show_default=True,
+              help="Compute precision of training passes: auto = bfloat16 where the CPU has it natively "
+                   "(about 2x faster on a 2-core AMX Xeon), else float32. Weights and optimizer stay float32.")
 @click.option("--threads", type=click.IntRange(min=1), help="torch threads (default: torch's).")
 @click.option("--resume/--no-resume", default=True, show_default=True, help="Continue from the newest checkpoint.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def tune_command(data, out_dir, model, rank, alpha, epochs, max_steps, batch_size, lr, warmup, max_length, limit,
-                 val_every, val_pairs, check_prompts, checkpoint_every, seed, threads, resume, quiet) -> None:
+                 val_every, val_pairs, check_prompts, checkpoint_every, seed, precision, threads, resume, quiet) -> None:
     """Fine-tune MODEL on the tuning pairs in DATA (default data/tuning) with LoRA."""
     from ..models import prepare, resolve_model
     from ..profiles.registry import default_registry
@@ -77,7 +89,8 @@ def tune_command(data, out_dir, model, rank, alpha, epochs, max_steps, batch_siz
     from engine.training.sft import SFTConfig
 
     config = SFTConfig(epochs=epochs, max_steps=max_steps, batch_size=batch_size, lr=lr, warmup_steps=warmup,
-                       max_length=max_length, seed=seed, checkpoint_every=checkpoint_every, val_every=val_every)
+                       max_length=max_length, seed=seed, checkpoint_every=checkpoint_every, val_every=val_every,
+                       autocast=_training_precision(precision))
     log = (lambda line: click.echo(f"promptx tune: {line}", err=True))
     try:
         report = tune(model_dir, source.name, train_rows, heldout_rows, out_dir, default_registry(), rank=rank,

@@ -169,6 +169,25 @@ def test_training_lowers_the_answer_loss_and_resumes_exactly(tmp_path):
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
+def test_bf16_training_passes_learn_and_keep_float32_adapters(tmp_path):
+    records = copy_task(16)
+    config = SFTConfig(max_steps=6, batch_size=4, lr=1e-2, warmup_steps=2, checkpoint_every=100, val_every=0,
+                       autocast="bfloat16")
+    torch.manual_seed(0)
+    model = make_tiny_target()
+    trained = train_lora(model, attach_lora(model, rank=4, alpha=8), records, tmp_path, config, progress=False)
+    log = [json.loads(line) for line in (tmp_path / "tune_log.jsonl").read_text().splitlines()]
+    losses = [e["loss"] for e in log if "loss" in e]
+    assert len(losses) == 6 and losses[-1] < losses[0]
+    tensors = load_adapter(trained.adapter_path)[1]
+    assert all(t.dtype == torch.float32 for t in tensors.values())
+    assert any(float(t.abs().max()) > 0 for name, t in tensors.items() if "lora_B" in name)
+    other = make_tiny_target()
+    with pytest.raises(ValueError, match="precision"):
+        train_lora(other, attach_lora(other, rank=2), records, tmp_path / "bad",
+                   dataclasses.replace(config, autocast="int8"), progress=False)
+
+
 def test_a_checkpoint_of_other_data_is_not_resumed(tmp_path):
     config = SFTConfig(max_steps=2, batch_size=4, checkpoint_every=1)
     model = make_tiny_target()
