@@ -22,7 +22,7 @@ from .words import Word, color_of, describes, shades_next, words
 __all__ = ["attribute_findings", "caption_contradictions"]
 
 # colour families that describe the same colour
-_SAME_COLOR = [{"grey", "silver", "white"}, {"yellow", "gold"}, {"dark", "black"}, {"dark", "brown"},
+_SAME_COLOR = [{"grey", "silver"}, {"silver", "white"}, {"yellow", "gold"}, {"dark", "black"}, {"dark", "brown"},
                {"red", "pink"}, {"purple", "pink"}, {"orange", "yellow"}, {"red", "orange"}]
 
 
@@ -73,8 +73,12 @@ def _color_findings(m: Mention, source, output, same, src_words, out_words, hues
                 if not _before_noun(out_words, o.position, lex)]
     restated += [_predicated_colors(out_words, o.position, lex) | _covering_colors(out_words, o.position, lex)
                  for o in again]  # "is white", "has yellow skin"
+    restated += [_possessed_covering_colors(out_words, o.position, lex)
+                 for o in output if o.lemma == m.lemma]      # "the cat's fur is grey"
     plain_given = set().union(*(_plain_colors(src_words, s.position, lex) for s in source if s.lemma == m.lemma))
     one = sum(s.lemma == m.lemma for s in source) == 1       # "a brown bin with a green bin": which?
+    if one:
+        restated += _its_covering_colors(m, source, output, again, out_words, lex)   # "Its feathers are grey."
     clashing = [c for c in restated if c and one and plain_given and not _same_family(given, c)]
     stated_families = set().union(*stated) if stated else set()
     if clashing:        # one restatement in another colour is enough: "silver hair ... dark hair"
@@ -223,7 +227,7 @@ def _predicated_colors(ws, position: int, lex: Lexicon) -> set[str]:
 
 # what covers a thing and so gives it its colour: "the banana has pale yellow skin"
 _COVERINGS = frozenset("""skin fur coat peel shell feathers plumage paint paintwork finish body hide scales
-    bark rind""".split())
+    bark rind glaze icing frosting""".split())
 
 
 def _covering_colors(ws, position: int, lex: Lexicon) -> set[str]:
@@ -232,18 +236,83 @@ def _covering_colors(ws, position: int, lex: Lexicon) -> set[str]:
     nxt = position + 1
     if nxt >= len(ws) or ws[nxt].text not in ("has", "have", "with") or ws[nxt].phrase != ws[position].phrase:
         return set()
+    return _colors_up_to(ws, nxt + 1, 5, _COVERINGS, lex)
+
+
+def _colors_up_to(ws, start: int, limit: int, ends: frozenset[str], lex: Lexicon) -> set[str]:
+    """Colour families of the plain colour words from ``start`` to a word in ``ends`` (within
+    ``limit`` words, in one phrase); empty when any other kind of word comes first."""
     out: set[str] = set()
-    for i in range(nxt + 1, min(len(ws), nxt + 6)):
+    for i in range(start, min(len(ws), start + limit)):
         w = ws[i]
-        if w.phrase != ws[position].phrase:
+        if w.phrase != ws[start - 1].phrase:
             return set()
-        if w.text in _COVERINGS:
+        if w.text in ends:
             return out - {None}
         if w.text in _PLAIN_COLORS and not shades_next(ws, i, lex):
             out.add(color_of(w.text, lex))
         elif not (w.text in ("a", "an", "and") or describes(w.text, lex)):
             return set()
     return set()
+
+
+# what covers an animal: "its fur" said after the prompt's only animal is that animal's fur
+_ANIMAL_COVERINGS = frozenset("fur coat feathers plumage hide scales mane pelt".split())
+_COLOR_NOUNS = frozenset("color colour hue shade tone".split())
+
+
+def _possessed_covering_colors(ws, position: int, lex: Lexicon) -> set[str]:
+    """Colour families of the covering the noun owns: "the cat's grey fur", "the car's paint is blue"."""
+    if not ws[position].raw.lower().endswith(("'s", "’s")):
+        return set()
+    covering = _covering_after(ws, position, _COVERINGS, lex)
+    return set() if covering is None else _colors_of_covering(ws, covering, lex)
+
+
+def _its_covering_colors(m: Mention, source, output, again, ws, lex: Lexicon) -> list[set[str]]:
+    """Colour families of "its <covering>" where ``m`` is the prompt's only animal, named in the
+    output before the pronoun and no other animal between ("A white cat sits on a sill. Its fur
+    is grey.")."""
+    if lex.salient_class(m.lemma) != "animal" or any(
+            s.lemma != m.lemma and lex.salient_class(s.lemma) == "animal" for s in source):
+        return []
+    kept = {o.position for o in again}
+    others = [o.position for o in output if o.position not in kept and lex.salient_class(o.lemma) == "animal"]
+    end = min(others, default=len(ws))
+    found = []
+    for i in range(min(kept, default=end), end):
+        covering = _covering_after(ws, i, _ANIMAL_COVERINGS, lex) if ws[i].text == "its" else None
+        if covering is not None:
+            found.append(_colors_of_covering(ws, covering, lex))
+    return found
+
+
+def _covering_after(ws, position: int, coverings: frozenset[str], lex: Lexicon) -> int | None:
+    """Index of a covering word right after ``position`` in its phrase, past colours and other
+    describing words ("its soft grey fur"), or None."""
+    for i in range(position + 1, min(len(ws), position + 5)):
+        w = ws[i]
+        if w.phrase != ws[position].phrase:
+            return None
+        if w.text in coverings:
+            return i
+        if not (w.text in _PLAIN_COLORS or w.text == "and" or describes(w.text, lex)):
+            return None
+    return None
+
+
+def _colors_of_covering(ws, covering: int, lex: Lexicon) -> set[str]:
+    """The covering's colours: before it ("grey fur"), said of it ("fur is grey") or in
+    apposition ("its coat a soft gold color")."""
+    return _plain_colors(ws, covering, lex) | _predicated_colors(ws, covering, lex) | _apposed_colors(ws, covering, lex)
+
+
+def _apposed_colors(ws, position: int, lex: Lexicon) -> set[str]:
+    """ "coat a soft gold color": plain colours between "a" and a colour noun right after the noun."""
+    nxt = position + 1
+    if nxt >= len(ws) or ws[nxt].text not in ("a", "an") or ws[nxt].phrase != ws[position].phrase:
+        return set()
+    return _colors_up_to(ws, nxt + 1, 4, _COLOR_NOUNS, lex)
 
 
 def _before_noun(ws, position: int, lex: Lexicon) -> bool:

@@ -142,6 +142,9 @@ def _first_said(states: list[str], out: list[Word], lex: Lexicon) -> int | None:
     return next((i for i, w in enumerate(out) if any(_says(s, w, lex) for s in states)), None)
 
 
+_NEAR_HUES = (("yellow", "gold"), ("grey", "silver"))
+
+
 def _says(state: str, word: Word, lex: Lexicon) -> bool:
     """``word`` of the output says ``state``."""
     said = word.text
@@ -149,7 +152,7 @@ def _says(state: str, word: Word, lex: Lexicon) -> bool:
         return True
     hue = color_of(state, lex)
     if hue:
-        return color_of(said, lex) == hue or (hue in ("yellow", "gold") and color_of(said, lex) in ("yellow", "gold"))
+        return color_of(said, lex) == hue or any(hue in pair and color_of(said, lex) in pair for pair in _NEAR_HUES)
     if is_material(state):
         return is_material(said) and same_material(state, said)
     if state in _SAME_SIZE:

@@ -33,11 +33,11 @@ FILLER = frozenset("""small large big tiny little huge giant tall short old youn
     striped spotted furry cute happy sleek vintage modern ancient wild baby adult and or the of
     very fat thin long curly straight wet dry""".split())
 # colour words WordNet files as adjectives, with their family
-_COLOR_ADJECTIVES = {"golden": "yellow", "blond": "yellow", "blonde": "yellow", "silvery": "grey",
+_COLOR_ADJECTIVES = {"golden": "yellow", "blond": "yellow", "blonde": "yellow", "silvery": "silver", "silver": "silver",
                      "reddish": "red", "bluish": "blue", "greenish": "green", "yellowish": "yellow",
                      "pinkish": "pink", "purplish": "purple", "brownish": "brown", "blackish": "black",
                      "whitish": "white", "grayish": "grey", "greyish": "grey", "orangish": "orange",
-                     "brunette": "brown", "auburn": "red", "ginger": "orange", "platinum": "grey",
+                     "brunette": "brown", "auburn": "red", "ginger": "orange", "platinum": "silver",
                      "raven": "black", "jet": "black", "dark": "dark"}
 FUNCTION_WORDS = frozenset("""at in on of to by for with from as is are was were and or but a an the
     it its his her their this that""".split())

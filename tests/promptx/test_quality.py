@@ -245,6 +245,21 @@ FINDING_PAIRS = [
     ("contradiction", "color", "a brown banana on a plate",        # the colour of its skin
      "A brown banana lies on a white plate. The banana has pale yellow skin and a green stem.",
      "A brown banana lies on a white plate. The banana has speckled brown skin and a dark stem.", None),
+    ("contradiction", "color", "a white cat on a sill",            # grey is not white (silver is both)
+     "A white cat with a short grey coat sits on a window sill in soft light.",
+     "A white cat with a short silver coat sits on a window sill in soft light.", None),
+    ("contradiction", "color", "a white bird on a branch",          # the only animal's feathers
+     "A white bird perches on a branch beside a red leaf. Its feathers are soft gray.",
+     "A white bird perches on a branch beside a red leaf. Its feathers are soft and pale.", None),
+    ("contradiction", "color", "a white cat on a sill",             # "its coat a ... colour"
+     "A white cat sits on a sill, its fluffy coat a soft gold color.",
+     "A white cat sits on a sill, its fluffy coat a soft cream white color.", None),
+    ("contradiction", "color", "a red car by a house",              # the car's own paint
+     "A red car is parked by a house. The car's paint is a deep blue.",
+     "A red car is parked by a house. The car's paint is a deep glossy red.", None),
+    ("contradiction", "color", "a pink donut on a plate",          # the colour of its glaze
+     "A pink donut rests on a plate. The donut has a thick brown glaze and sprinkles.",
+     "A pink donut rests on a plate. The donut has a thick pink glaze and sprinkles.", None),
     ("contradiction", "camera_still", "The camera orbits around. Lighthouse.",   # kept still: no orbit
      "A white lighthouse stands on a rocky point. The camera holds still at eye level.",
      "A white lighthouse stands on a rocky point as the camera slowly circles it at eye level.", None),
@@ -879,10 +894,13 @@ def test_a_spelling_variant_keeps_the_thing():
     ("a ball changes from large to small", "A large ball changes from large to small as ocean swells roll behind it."),
     # a surreal photo may be realistic
     ("a surreal photo of a melting clock", "A surreal photo of a melting clock draped over a branch, realistic detail."),
+    # "its" after another animal is that animal's; white with grey patches keeps white
+    ("a white cat and a dog", "A white cat naps beside a dog. Its fur is grey and short."),
+    ("a white cat on a sill", "A white cat sits on a sill. Its fur is white with grey patches."),
 ])
 def test_read_from_review_no_finding_where_the_text_keeps_the_prompt(prompt, text):
     codes_found = set(codes(prompt, text))
-    assert not codes_found & {"relation", "lost_relation", "change", "lost_change", "medium"}, codes_found
+    assert not codes_found & {"relation", "lost_relation", "change", "lost_change", "medium", "color"}, codes_found
 
 
 def reject_scores(rows: list[dict]) -> tuple[float, float, float]:
@@ -899,7 +917,8 @@ def reject_scores(rows: list[dict]) -> tuple[float, float, float]:
     return tp / (tp + fp) if tp + fp else 0.0, tp / (tp + fn) if tp + fn else 0.0, (tp + tn) / len(rows)
 
 
-LATER_BLIND_SETS = ("blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9")   # promptx's own outputs, read blind
+LATER_BLIND_SETS = ("blind3", "blind4", "blind5", "blind6", "blind7", "blind8", "blind9",
+                    "blind10")   # promptx's own outputs, read blind
 
 
 def test_labelled_pairs_precision_and_recall_of_reject():
@@ -916,6 +935,7 @@ def test_labelled_pairs_precision_and_recall_of_reject():
               "blind7": [r for r in rows if r["source"] == "blind7"],
               "blind8": [r for r in rows if r["source"] == "blind8"],
               "blind9": [r for r in rows if r["source"] == "blind9"],
+              "blind10": [r for r in rows if r["source"] == "blind10"],
               "first 635": [r for r in rows if r["source"] not in LATER_BLIND_SETS],
               "all": rows}
     scores = {name: reject_scores(group) for name, group in groups.items()}
@@ -940,7 +960,12 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     # by the prompt's words (474 distinct outputs, labelled blind by five helpers): 132 unfaithful,
     # 6 flagged by the check of 6e4e0cb (its fallbacks); read while adding the camera, colour,
     # medium, change and echo-relation checks of that morning: 0.958 / 0.174.
+    # blind10 (2026-12-04, evening): 141 fresh t2v/t2i prompts enhanced by the adapter shipped until
+    # then and by a 3-epoch tune (278 distinct outputs, five blind labellers): 98 unfaithful, the 3
+    # fallbacks among them flagged: 1.000 / 0.031 when labelled (recall 0 otherwise by construction);
+    # read the same evening (grey is not white, glazes, owned coverings, "its fur"): 1.000 / 0.041.
     assert min(scores["calibration"][:2]) >= 0.9
+    assert scores["blind10"][0] >= 0.9 and scores["blind10"][1] >= 0.04
     assert scores["blind9"][0] >= 0.9 and scores["blind9"][1] >= 0.12
     assert scores["blind6"][0] >= 0.9 and scores["blind6"][1] >= 0.15
     assert scores["blind8"][0] >= 0.9 and scores["blind8"][1] >= 0.2
