@@ -193,6 +193,13 @@ class Generator:
                 outputs[index].extend(tokens)
         return outputs
 
+    def score(self, groups) -> list:
+        """Each ``decode.scoring.ScoringGroup``'s continuation log-probabilities, in one pass."""
+        from .decode.scoring import score_groups
+
+        with self.lock:
+            return score_groups(self.model, groups)
+
     def generate(self, prompt_ids: Sequence[int], params: SamplingParams, *, speculative: bool = True,
                  stats: DecodeStats | None = None, stop: StopChecker | None = None,
                  prefix_len: int = 0) -> list[int]:

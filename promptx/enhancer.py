@@ -31,6 +31,7 @@ from .quality import Assessment, assess
 from .quality.salvage import drop_offending_sentences, say_asked_view, say_lost_camera
 from .request import EnhanceRequest
 from .result import EnhancedPrompt, EnhanceStats
+from .structured import structured_result
 from .text.cleanup import clean_output
 from .text.encoder_count import counter_for
 
@@ -49,12 +50,17 @@ class Enhancer:
                  system_prompt: str | None = None, speculative: bool = True, drafter: str | Path | None = None,
                  dtype: str | None = None, device: str | None = None, retries: int = DEFAULT_RETRIES,
                  quiet: bool = False, planner: str = "harness", base_url: str | None = None,
-                 vision: bool | None = None, encoder_tokenizer: str | Path | None = None) -> None:
+                 vision: bool | None = None, encoder_tokenizer: str | Path | None = None,
+                 strength: str | None = None) -> None:
         """``backend``: a Backend, or a name: "embedded" (default), "openai" (``base_url``, and
         ``model`` as the server's model name) or a backend of the config file
         (``promptx.backends.choice``). A ``base_url`` alone picks "openai".
         ``encoder_tokenizer``: a tokenizer (or diffusers pipeline) directory whose tokenizer
-        counts the text-encoder budget exactly (``promptx.text.encoder_count``)."""
+        counts the text-encoder budget exactly (``promptx.text.encoder_count``).
+        ``strength``: the default of every call ("light", "medium", "full"; None: "medium" with
+        the embedded default model, "full" with another model or a remote backend)."""
+        EnhanceOptions(strength=strength)           # checks the value
+        self.strength = strength
         self.encoder_tokenizer = encoder_tokenizer
         self._model, self._drafter, self._dtype, self._device = model, drafter, dtype, device
         self._planner = planner
@@ -134,21 +140,49 @@ class Enhancer:
     def _request(self, prompt, target, options: dict) -> EnhanceRequest:
         profile = self.profile(target)
         checked = EnhanceOptions.of(options).with_defaults(speculative=self.speculative,
-                                                           system_prompt=self.system_prompt)
+                                                           system_prompt=self.system_prompt,
+                                                           strength=self.default_strength(profile))
         # the embedded backend (loaded later) continues answers
         continues = self._backend.continues_answers if self._backend is not None else True
         languages = self._backend.languages if self._backend is not None else model_languages(self._model)
         return EnhanceRequest.build(profile, prompt, checked, continue_answer=continues,
                                     model_languages=languages)
 
+    def default_strength(self, profile: Profile | None = None) -> str:
+        """The strength of a call that names none: the Enhancer's, else "medium" for the embedded
+        default model (a 135M model writes vetted phrases well and free prose badly) and "full"
+        for any other model, or a target without a structured layout."""
+        if self.strength is not None:
+            return self.strength
+        if profile is not None and profile.compose is None:
+            return "full"
+        embedded = self._backend is None or self._backend.name == "embedded"
+        return "medium" if embedded and self._model is None else "full"
+
+    def _structured(self, request: EnhanceRequest) -> EnhancedPrompt:
+        """A light or medium enhancement (``promptx.structured``): light never loads the model."""
+        if request.profile.compose is None:
+            raise InvalidInputError(f"{request.profile.name} has no structured layout: use strength='full'")
+        scorer = None
+        if request.strength == "medium" and self.backend.scores_phrases:
+            scorer = self._locked_scorer
+        backend = self.backend if scorer is not None else None
+        return structured_result(request, scorer=scorer, counter=self._counter(request),
+                                 backend=backend.name if backend else "phrases",
+                                 model=backend.model_name if backend else "")
+
+    def _locked_scorer(self, prompt: str, options):
+        with self._lock:
+            return self.backend.score_phrases(prompt, options)
+
     def _first_attempts(self, requests: list[EnhanceRequest], seeds: list[list[int]]) -> list[GenerationOutput | None]:
         """The first attempt of every request in one batched decode, where the backend batches."""
-        todo = [(r, s[0]) for r, s in zip(requests, seeds) if not r.skip_reason]
+        todo = [(r, s[0]) for r, s in zip(requests, seeds) if not r.skip_reason and not _is_structured(r)]
         if not self.backend.batches or len(todo) < 2:
             return [None] * len(requests)
         requests_ = [(_messages(r, self.backend), self._options(r, seed)) for r, seed in todo]
         outputs = iter(self.backend.generate_many(requests_))
-        return [None if r.skip_reason else next(outputs) for r in requests]
+        return [None if r.skip_reason or _is_structured(r) else next(outputs) for r in requests]
 
     def _run(self, request: EnhanceRequest, first: GenerationOutput | None = None,
              seeds: list[int] | None = None) -> EnhancedPrompt:
@@ -168,6 +202,11 @@ class Enhancer:
         if request.skip_reason:
             return request.unchanged(request.skip_reason, fallback=False,
                                      stats=self._counted(EnhanceStats(), request, request.prompt))
+        if _is_structured(request):
+            result = self._structured(request)
+            if stream:
+                yield result.text
+            return result
         messages = _messages(request, self.backend)
         assessment: Assessment | None = None
         totals = _Totals()
@@ -264,6 +303,10 @@ class Enhancer:
     def _assess(request: EnhanceRequest, text: str) -> Assessment:
         return assess(request.prompt, text, request.profile, context=request.caption,
                       language="english" if request.wants_english else "keep")
+
+
+def _is_structured(request: EnhanceRequest) -> bool:
+    return request.strength in ("light", "medium")
 
 
 def _chosen_backend(backend: Backend | str | None, model, base_url: str | None,

@@ -18,6 +18,11 @@ from typing import Any, Mapping
 from .errors import InvalidInputError
 
 
+#: how much an enhancement adds: "light" the user's words and vetted phrases chosen without the
+#: model; "medium" vetted phrases ranked by the model's likelihood; "full" free prose by the model
+STRENGTHS = ("light", "medium", "full")
+
+
 @dataclass(frozen=True)
 class EnhanceOptions:
     image: Any = None                 # path, bytes or PIL image grounding i2v / i2i targets
@@ -32,6 +37,7 @@ class EnhanceOptions:
     system_prompt: str | None = None  # replaces the profile's system prompt
     constrain: bool = True            # the decoding constraint that keeps the subject
     encoder_counter: Any = None       # counts the text-encoder budget (e.g. a pipeline's tokenizer)
+    strength: str | None = None       # "light", "medium" or "full"; None: the backend's default
 
     def __post_init__(self) -> None:
         if self.caption is not None and not isinstance(self.caption, str):
@@ -46,6 +52,8 @@ class EnhanceOptions:
             raise InvalidInputError("style must be a string")
         if self.system_prompt is not None and not isinstance(self.system_prompt, str):
             raise InvalidInputError("system_prompt must be a string")
+        if self.strength is not None and self.strength not in STRENGTHS:
+            raise InvalidInputError(f"strength must be one of {', '.join(STRENGTHS)}, not {self.strength!r}")
 
     @classmethod
     def of(cls, options: Mapping[str, Any]) -> "EnhanceOptions":

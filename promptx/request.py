@@ -49,6 +49,7 @@ class EnhanceRequest:
     continue_answer: bool = True  # False: the backend writes whole answers (no opening)
     encoder_counter: Any = None   # a promptx.text.encoder_count.EncoderCounter for the budget
     model_languages: frozenset[str] | None = None   # what the model can enhance (None: any)
+    strength: str | None = None   # "light", "medium", "full"; None: the Enhancer's default
 
     @cached_property
     def constraint(self):
@@ -100,7 +101,7 @@ class EnhanceRequest:
                    max_new_tokens=o.max_new_tokens or profile.max_new_tokens, force=o.force,
                    speculative=o.speculative is not False, system_prompt=o.system_prompt,
                    constrain=bool(o.constrain), image=o.image, continue_answer=continue_answer,
-                   encoder_counter=o.encoder_counter, model_languages=model_languages)
+                   encoder_counter=o.encoder_counter, model_languages=model_languages, strength=o.strength)
 
     @property
     def skip_reason(self) -> str | None:
@@ -146,10 +147,10 @@ class EnhanceRequest:
     def _fields(self) -> dict:
         return dict(negative_prompt=self.profile.negative_prompt, target=self.profile.name,
                     template=self.profile.name, task=self.profile.task, original_prompt=self.prompt,
-                    language=self.language, style=self.style)
+                    language=self.language, style=self.style, strength=self.strength or "full")
 
-    def result(self, text: str, stats: EnhanceStats, assessment=None) -> EnhancedPrompt:
-        return EnhancedPrompt(text=text, stats=stats, assessment=assessment, **self._fields())
+    def result(self, text: str, stats: EnhanceStats, assessment=None, *, added: dict[str, str] | None = None) -> EnhancedPrompt:
+        return EnhancedPrompt(text=text, stats=stats, assessment=assessment, added=added or {}, **self._fields())
 
     def unchanged(self, reason: str, *, fallback: bool, stats: EnhanceStats | None = None,
                   assessment=None) -> EnhancedPrompt:

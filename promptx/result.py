@@ -46,6 +46,10 @@ class EnhancedPrompt(BaseModel):
     skipped: bool = False
     reason: str | None = None
     stats: EnhanceStats = Field(default_factory=EnhanceStats)
+    strength: str = Field(default="full", description='"light", "medium" (vetted phrases) or "full" (free prose)')
+    added: dict[str, str] = Field(
+        default_factory=dict, description="what a light or medium enhancement added, part by part "
+                                          "(appearance, light, camera, ...); empty for free prose")
     assessment: Assessment | None = Field(
         default=None, description="faithfulness of the model's last output (of the fallback's rejected one)")
 

@@ -102,6 +102,14 @@ class Backend(ABC):
     def start(self, messages: Messages, options: GenerationOptions) -> GenerationRun:
         """Begin generating; iterate the run for text deltas."""
 
+    #: True when ``score_phrases`` ranks phrases by the model's likelihood (structured enhancement)
+    scores_phrases: bool = False
+
+    def score_phrases(self, prompt: str, options: list[tuple[str, str]]) -> list[float]:
+        """How well each (frame, phrase) follows ``prompt`` by the model: higher fits better.
+        Only where ``scores_phrases``."""
+        raise NotImplementedError(f"the {self.name} backend does not score phrases")
+
     def generate_many(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
         """Every request's output, in order (here one after another)."""
         return [self.start(messages, options).finish() for messages, options in requests]

@@ -19,6 +19,7 @@ from .base import Backend, GenerationOptions, GenerationOutput, GenerationRun, M
 class EmbeddedBackend(Backend):
     name = "embedded"
     batches = True
+    scores_phrases = True
 
     def __init__(self, model: str | Path | None = None, *, dtype: str | None = None,
                  device: str | None = None, drafter: str | Path | None = None, quiet: bool = False,
@@ -38,6 +39,7 @@ class EmbeddedBackend(Backend):
         except (ValueError, OSError, RuntimeError) as exc:
             raise ModelError(f"cannot load model {self.model_name}: {exc}") from exc
         self.prompt_style = prompt_style_of(directory)
+        self._phrase_prior: dict[tuple[str, str], float] = {}
         self._attach_drafter(drafter, planner, quiet)
 
     @classmethod
@@ -47,6 +49,7 @@ class EmbeddedBackend(Backend):
         backend.source = ModelSource(model_name, Path("."))
         backend.model_name, backend.generator = model_name, generator
         backend._vocabulary_index = backend._word_bounds = None
+        backend._phrase_prior = {}
         backend.prompt_style = prompt_style
         return backend
 
@@ -107,6 +110,33 @@ class EmbeddedBackend(Backend):
                 break
             n += 1
         return n
+
+    def score_phrases(self, prompt: str, options: list[tuple[str, str]]) -> list[float]:
+        """Pointwise mutual information of each phrase with the prompt: its mean log-probability
+        after the prompt and its frame, less its mean log-probability after the frame alone (kept
+        per phrase, measured in the same pass the first time), so that a phrase the prompt makes
+        likelier wins, not merely a common one."""
+        if not options:
+            return []
+        from engine.decode.scoring import ScoringGroup
+
+        missing = [o for o in dict.fromkeys(options) if o not in self._phrase_prior]
+        groups = [self._group(prompt.strip() or _NEUTRAL_PROMPT, options, ScoringGroup)]
+        if missing:
+            groups.append(self._group(_NEUTRAL_PROMPT, missing, ScoringGroup))
+        try:
+            scored = self.generator.score(groups)
+        except (RuntimeError, ValueError) as exc:
+            raise BackendError(f"scoring failed: {exc}") from exc
+        if missing:
+            self._phrase_prior.update(zip(missing, (s.mean for s in scored[1])))
+        return [s.mean - self._phrase_prior[o] for s, o in zip(scored[0], options)]
+
+    def _group(self, prompt: str, options: list[tuple[str, str]], group_type):
+        encode = self.generator.tokenizer.encode
+        frames = [encode(f" {frame}") if frame else [] for frame, _ in options]
+        phrases = [encode(f" {phrase}") for _, phrase in options]
+        return group_type(encode(prompt), [f + p for f, p in zip(frames, phrases)], [len(f) for f in frames])
 
     def generate_many(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
         """Decode several requests in one batch (speculative when a drafter is attached); requests
@@ -212,6 +242,10 @@ class EmbeddedBackend(Backend):
         latency = time.perf_counter() - started
         text = stop.trim_text(self.generator.tokenizer.decode(decoder.ids))
         run.output = self._output(text, prompt_ids, stats, latency, speculative)
+
+
+# what a phrase's prior likelihood is measured after (a prompt that says nothing in particular)
+_NEUTRAL_PROMPT = "A picture."
 
 
 def _resolve_dtype(dtype: str | None, device, drafter) -> str:

@@ -116,6 +116,9 @@ def _read_prompt(prompt: str | None) -> str:
 @click.option("--system-prompt", help="Replace the profile's system prompt.")
 @click.option("--templates-dir", type=click.Path(path_type=Path, file_okay=False), help="Extra template directory.")
 @click.option("--force", is_flag=True, help="Enhance even prompts that are already long, or in a language the model does not read.")
+@click.option("--strength", type=click.Choice(("light", "medium", "full")),
+              help="light: your words plus vetted phrases (no model needed); medium: vetted phrases ranked by the "
+                   "model (the embedded default); full: free prose by the model (the default for other models).")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 @click.option("--stream", is_flag=True, help="Print text as it is generated.")
 @click.option("--no-speculative", is_flag=True, help="Decode without speculation (for comparison).")
@@ -143,7 +146,7 @@ def _read_prompt(prompt: str | None) -> str:
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="With --ray: how many workers (each loads the model once; the CPUs are shared out).")
 def enhance(prompt, target, file, output, image, caption, model, seed, temperature, max_new_tokens, style, language,
-            system_prompt, templates_dir, force, as_json, stream, no_speculative, drafter, planner, dtype,
+            system_prompt, templates_dir, force, strength, as_json, stream, no_speculative, drafter, planner, dtype,
             backend, base_url, remote_model, vision, encoder_tokenizer, on_ray, address, workers) -> None:
     """Enhance PROMPT (or stdin with '-', or each line of --file)."""
     from ..enhancer import Enhancer
@@ -165,7 +168,7 @@ def enhance(prompt, target, file, output, image, caption, model, seed, temperatu
                              dict(model=model, dtype=None if dtype == "auto" else dtype, drafter=drafter,
                                   templates_dir=templates_dir),
                              dict(caption=caption, seed=seed, temperature=temperature, max_new_tokens=max_new_tokens,
-                                  style=style, language=language, force=force,
+                                  style=style, language=language, force=force, strength=strength,
                                   speculative=False if no_speculative else None))
         return
     remote = backend not in (None, "embedded") or base_url is not None
@@ -179,7 +182,7 @@ def enhance(prompt, target, file, output, image, caption, model, seed, temperatu
                         speculative=not no_speculative, drafter=drafter, planner=planner,
                         dtype=None if dtype == "auto" else dtype, encoder_tokenizer=encoder_tokenizer)
     options = dict(image=image, caption=caption, seed=seed, temperature=temperature,
-                   max_new_tokens=max_new_tokens, style=style, language=language, force=force)
+                   max_new_tokens=max_new_tokens, style=style, language=language, force=force, strength=strength)
     if file is not None:
         _enhance_file(enhancer, file, output, target, options)
         return

@@ -44,7 +44,7 @@ def builtin_template_dir() -> Path:
     try:
         return Path(str(importlib.resources.files("promptx_templates")))
     except ModuleNotFoundError:  # source tree without an (editable) install
-        return Path(__file__).resolve().parent.parent / "templates"
+        return Path(__file__).resolve().parent.parent.parent / "templates"
 
 
 def _describe(exc: ValidationError) -> str:

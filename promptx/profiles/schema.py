@@ -87,6 +87,27 @@ class LengthBudget(_Strict):
         return self
 
 
+#: the parts a structured enhancement may say (``promptx.compose``; templates/phrases/README.md)
+COMPOSE_PARTS = ("prompt", "appearance", "setting", "background", "motion", "ambient", "light", "style",
+                 "camera", "shot", "composition", "keep", "quality_tags")
+
+
+class ComposeLayout(_Strict):
+    """How a structured enhancement is laid out for this target: its parts, in order (the
+    user's words are the part "prompt"; a part the prompt already says is left out)."""
+
+    parts: list[str] = Field(min_length=2)
+
+    @field_validator("parts")
+    @classmethod
+    def _known_parts(cls, value: list[str]) -> list[str]:
+        unknown = [p for p in value if p not in COMPOSE_PARTS]
+        if unknown or "prompt" not in value or len(set(value)) != len(value):
+            raise ValueError(f"parts must name \"prompt\" and other parts once each, from: "
+                             f"{', '.join(COMPOSE_PARTS)} (unknown: {', '.join(unknown) or 'none'})")
+        return value
+
+
 class Profile(_Strict):
     """Everything needed to enhance prompts for one target generator."""
 
@@ -116,6 +137,8 @@ class Profile(_Strict):
     #: what a model that sees the input image is told (i2v/i2i); None: the task's default
     #: (``promptx.profiles.render.VISION_GUIDANCE``)
     vision_guidance: str | None = None
+    #: the structured layout (``strength`` light/medium); None: this target has free prose only
+    compose: ComposeLayout | None = None
 
     @property
     def wants_image(self) -> bool:

@@ -26,6 +26,8 @@ class EnhanceBody(BaseModel):
     style: str | None = None
     language: str | None = None
     force: bool = False
+    strength: Literal["light", "medium", "full"] | None = Field(
+        default=None, description="light / medium: vetted phrases; full: free prose; None: the server's default")
 
 
 class ChatMessage(BaseModel):

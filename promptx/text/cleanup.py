@@ -643,7 +643,7 @@ def clean_output(
     dedupe tags -> tidy the ending -> fit_length.
 
     ``text`` is "" when the raw output held nothing but chatter; the caller
-    then falls back to the original prompt (``check_output`` reports it).
+    then falls back to the original prompt (the assessment reports it).
     Paragraph and instruction output starts with a capital letter and ends
     with sentence punctuation; tag output has no trailing separator.
     Encoder tokens are counted by ``counter`` when given (see ``fit_length``), else

@@ -1,12 +1,10 @@
-"""Decide whether a cleaned model output is an acceptable enhanced prompt.
+"""Cheap lexical checks of a cleaned model output, each returning its problem in words.
 
-``check_output`` returns a list of human-readable problems; an empty list
-means "use it", anything else means "fall back to the original prompt" (what
-every public enhancer does when generation goes wrong). The checks are cheap
-lexical heuristics tuned to reject what a tiny model gets wrong (empty or
-chatty output, lost subject, dropped quoted text, loops, questions back to the
-user) while accepting real rewrites. It is not a quality score and it does
-not clean anything (``promptx.text.cleanup`` does that first).
+``subject_problem`` (the prompt's subject lost), ``degenerate_problem`` (one
+word over and over, a loop), ``talking_to_user`` (chatter, questions,
+instructions) and ``quoted_spans``: what ``promptx.quality.assess`` builds on.
+Tuned to what a tiny model gets wrong while accepting real rewrites. Not a
+quality score, and it cleans nothing (``promptx.text.cleanup`` does that first).
 """
 
 from __future__ import annotations
@@ -15,10 +13,10 @@ import math
 import re
 from collections import Counter
 
-from promptx.text.cleanup import STOPWORDS, count_words, cut_repetition
+from promptx.text.cleanup import STOPWORDS, cut_repetition
 from promptx.text.language import detect_language, is_cjk_char
 
-__all__ = ["check_output", "degenerate_problem", "drop_sentences_to_user", "quoted_spans", "subject_problem",
+__all__ = ["degenerate_problem", "quoted_spans", "subject_problem",
            "subject_words", "talking_to_user"]
 
 # Words that describe the picture rather than what is in it, and edit verbs:
@@ -182,7 +180,8 @@ def _is_cjk_lang(text: str) -> bool:
 
 
 def subject_problem(original: str, text: str) -> str | None:
-    """Why ``text`` lost the subject of ``original`` (see ``check_output``), None when kept."""
+    """Why ``text`` lost the subject of ``original``, None when kept: the first subject word, or half
+    of them (3 at most), must appear (crude stems, a few kind words, one-letter typos)."""
     if _is_cjk_lang(original):
         if not _is_cjk_lang(text):
             return None  # translated by the profile: no lexical comparison possible
@@ -223,47 +222,6 @@ def degenerate_problem(text: str) -> str | None:
     return None
 
 
-def check_output(original: str, text: str, *, task: str, fmt: str, min_words: int) -> list[str]:
-    """Problems with ``text`` as an enhancement of ``original``; [] means acceptable.
-
-    Generic checks (always): not empty; at least max(5, min_words // 3) words
-    (CJK characters count as words); not degenerate (one word > 40% of the
-    text, or a repetition loop); not the model chatting ("I'm sorry", "As an
-    AI", "I cannot"); not a question or instructions to the user.
-    Checks against the original (skipped when it is empty, e.g. i2v with only
-    an image): every quoted span of the original appears verbatim; the subject
-    survives: the first subject word, or half of them (3 at most), appears in
-    the output. Subject words are ``subject_words`` less attributes (colours,
-    positions, sizes, -ing and -ly words) unless nothing else is left; they
-    match with crude stemming (cats/cat, skier/skis), a few kind words (person
-    ~ woman, dog ~ puppy) and one-letter typos in long words. CJK originals
-    are compared by characters (30% must survive), and not at all when the
-    output is in another script (translation), nor English input against CJK
-    output. ``task`` and ``fmt`` are accepted for the caller's
-    convenience; the rules are the same for every task and format.
-    """
-    del task, fmt  # same rules everywhere; kept for a stable call shape
-    t = text.strip()
-    if not t:
-        return ["the output is empty"]
-    problems: list[str] = []
-    need, have = max(5, min_words // 3), count_words(t)
-    if have < need:
-        problems.append(f"the output is too short ({have} words; at least {need} expected)")
-    if original.strip():
-        flat = re.sub(r"\s+", " ", t)
-        for q in quoted_spans(original):
-            if re.sub(r"\s+", " ", q) not in flat:
-                problems.append(f'quoted text "{q}" from the prompt is missing from the output')
-        subject = subject_problem(original, t)
-        if subject:
-            problems.append(subject)
-    degenerate = degenerate_problem(t)
-    if degenerate:
-        problems.append(degenerate)
-    return problems + talking_to_user(t)
-
-
 def talking_to_user(text: str) -> list[str]:
     """Problems of ``text`` that talks to the user (quoted text aside): chatter, a question,
     instructions."""
@@ -278,13 +236,3 @@ def talking_to_user(text: str) -> list[str]:
     elif _TO_USER.search(unquoted):
         problems.append("the output gives instructions to the user instead of being a prompt")
     return problems
-
-
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？])\s+")
-
-
-def drop_sentences_to_user(text: str) -> str:
-    """``text`` without the sentences that talk to the user (instructions, questions, chatter),
-    so that one stray sentence does not cost a whole new generation; "" when all of them do."""
-    sentences = _SENTENCE_BREAK.split(text.strip())
-    return " ".join(s for s in sentences if not talking_to_user(s))

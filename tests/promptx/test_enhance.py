@@ -1,4 +1,5 @@
-"""enhance() end to end with the real embedded model, for the four tasks."""
+"""enhance() end to end with the real embedded model, for the four tasks: free prose (strength
+"full"), the decoding path. The default strength (vetted phrases) is tested in test_strength.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 import promptx
 from promptx.errors import ImageError, InvalidInputError, PromptTooLongError, UnknownTargetError
-from promptx.text.validate import check_output
+from promptx.text.validate import degenerate_problem, talking_to_user
 
 pytestmark = pytest.mark.slow
 TOKENS = 96   # enough for a full prompt at a sentence boundary, short enough for CI
@@ -17,7 +18,7 @@ TOKENS = 96   # enough for a full prompt at a sentence boundary, short enough fo
 
 @pytest.fixture(scope="module")
 def enhancer(model_dir):
-    return promptx.Enhancer(quiet=True)
+    return promptx.Enhancer(quiet=True, strength="full")
 
 
 def assert_valid(enhancer, result, prompt):
@@ -26,8 +27,8 @@ def assert_valid(enhancer, result, prompt):
     assert result.original_prompt == prompt
     if not result.fallback:
         profile = enhancer.profile(result.target)
-        assert check_output(prompt, result.text, task=profile.task, fmt=profile.format,
-                            min_words=profile.length.min_words) == []
+        assert result.assessment is not None and result.assessment.passed
+        assert not talking_to_user(result.text) and degenerate_problem(result.text) is None
         assert len(result.text.split()) <= profile.length.max_words
         assert result.stats.completion_tokens > 0 and result.stats.tokens_per_s > 0
     else:
@@ -151,7 +152,7 @@ def test_enhance_many_batches_and_matches_one_by_one(model_dir, fp32_model):
     original = backend.generate_many
     backend.generate_many = lambda requests: batched_calls.append(len(requests)) or original(requests)
     # first attempts only: whether a retry follows depends on the assessment, not on batching
-    enhancer = promptx.Enhancer(backend=backend, retries=0)
+    enhancer = promptx.Enhancer(backend=backend, retries=0, strength="full")
     prompts = ["a red car", "a heron fishing at dawn"]
     many = enhancer.enhance_many(prompts, "video", temperature=0, max_new_tokens=32)
     assert batched_calls == [2]

@@ -124,7 +124,7 @@ def test_concurrent_enhance_requests_are_neither_lost_nor_crossed(server, model_
     prompts = PROMPTS + PROMPTS[::-1]             # 16 requests, each text twice
 
     def post(prompt):
-        body = {"prompt": prompt, "target": "image", "max_new_tokens": 40, **GREEDY}
+        body = {"prompt": prompt, "target": "image", "max_new_tokens": 40, "strength": "full", **GREEDY}
         return httpx.post(server.url + "/v1/enhance", json=body, timeout=600)
 
     with ThreadPoolExecutor(16) as pool:
@@ -132,7 +132,7 @@ def test_concurrent_enhance_requests_are_neither_lost_nor_crossed(server, model_
     assert [a.status_code for a in answers] == [200] * 16
     results = [a.json() for a in answers]
     assert [r["original_prompt"] for r in results] == prompts
-    local = promptx.Enhancer(dtype="float32", quiet=True)
+    local = promptx.Enhancer(dtype="float32", quiet=True, strength="full")
     for prompt in PROMPTS[:3]:
         alone = local.enhance(prompt, "image", max_new_tokens=40, **GREEDY)
         assert {r["text"] for r in results if r["original_prompt"] == prompt} == {alone.text}
@@ -248,3 +248,19 @@ def _wait_for_queue(server, depth: int, timeout: float = 60, headers: dict | Non
             return
         time.sleep(0.05)
     raise AssertionError(f"the queue never held {depth} requests")
+
+
+def test_enhance_takes_a_strength(server):
+    answers = {}
+    for strength in ("light", "medium", "full"):
+        body = {"prompt": "a red fox in snow", "target": "video", "strength": strength, **GREEDY}
+        answer = httpx.post(server.url + "/v1/enhance", json=body, timeout=600)
+        assert answer.status_code == 200, answer.text
+        answers[strength] = answer.json()
+        assert answers[strength]["strength"] == strength
+    assert answers["light"]["added"] and answers["medium"]["added"] and answers["full"]["added"] == {}
+    assert answers["light"]["text"].startswith("A red fox in snow.")
+    default = httpx.post(server.url + "/v1/enhance", json={"prompt": "a red fox in snow", **GREEDY}, timeout=600)
+    assert default.json()["strength"] == "medium"
+    bad = httpx.post(server.url + "/v1/enhance", json={"prompt": "a fox", "strength": "heavy"})
+    assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"

@@ -91,10 +91,10 @@ def test_enhance_uses_the_shipped_drafter(model_dir):
     table says speculation does not pay, which depends on the machine)."""
     import promptx
 
-    enhancer = promptx.Enhancer(quiet=True, dtype="float32", planner="tree")
+    enhancer = promptx.Enhancer(quiet=True, dtype="float32", planner="tree", strength="full")
     result = enhancer.enhance("a red fox in a snowy forest", "image", seed=2, max_new_tokens=64)
     assert result.stats.speculative and result.stats.acceptance_length > 1.1
-    plain = promptx.Enhancer(quiet=True, dtype="float32", speculative=False)
+    plain = promptx.Enhancer(quiet=True, dtype="float32", speculative=False, strength="full")
     result = plain.enhance("a red fox in a snowy forest", "image", seed=2, max_new_tokens=64)
     assert not result.stats.speculative and result.stats.acceptance_length is None
 
@@ -106,7 +106,7 @@ def test_the_fastest_precision_decodes_plainly_without_loading_the_drafter(model
 
     if fastest_dtype("cpu") != MIXED:
         pytest.skip("this CPU runs bf16 natively: the default precision speculates")
-    enhancer = promptx.Enhancer(quiet=True)
+    enhancer = promptx.Enhancer(quiet=True, strength="full")
     result = enhancer.enhance("a red fox in a snowy forest", "image", seed=2, max_new_tokens=64)
     assert not result.stats.speculative and result.stats.acceptance_length is None
     assert enhancer.backend.generator.drafter is None and not result.fallback

@@ -3,7 +3,8 @@
 import pytest
 
 from promptx.text.language import detect_language
-from promptx.text.validate import check_output, quoted_spans, subject_words
+from promptx.text.cleanup import count_words
+from promptx.text.validate import degenerate_problem, quoted_spans, subject_problem, subject_words, talking_to_user
 
 REWRITE = (
     "A ginger tabby cat balancing on a red skateboard as it rolls down a sunlit street, "
@@ -11,8 +12,23 @@ REWRITE = (
 )
 
 
-def check(original, text, *, task="t2i", fmt="paragraph", min_words=30):
-    return check_output(original, text, task=task, fmt=fmt, min_words=min_words)
+def check(original, text, *, min_words=30, **_):
+    """Every problem the checks of promptx.text.validate find in ``text`` as a rewrite of ``original``
+    (as promptx.quality.assess reads them, plus a length floor of a third of ``min_words``)."""
+    t = text.strip()
+    if not t:
+        return ["the output is empty"]
+    problems = []
+    need, have = max(5, min_words // 3), count_words(t)
+    if have < need:
+        problems.append(f"the output is too short ({have} words; at least {need} expected)")
+    if original.strip():
+        flat = " ".join(t.split())
+        problems += [f'quoted text "{q}" from the prompt is missing from the output'
+                     for q in quoted_spans(original) if " ".join(q.split()) not in flat]
+        problems += [p for p in [subject_problem(original, t)] if p]
+    problems += [p for p in [degenerate_problem(t)] if p]
+    return problems + talking_to_user(t)
 
 
 def test_a_real_rewrite_is_accepted():
@@ -188,8 +204,8 @@ def test_a_question_inside_quoted_text_is_fine():
 
 def test_i2v_with_an_empty_prompt_runs_only_the_generic_checks():
     motion = "The woman slowly turns her head toward the camera as her hair drifts in the breeze."
-    assert check_output("", motion, task="i2v", fmt="paragraph", min_words=30) == []
-    assert check_output("", "I'm sorry, I cannot see the image you describe here.", task="i2v",
+    assert check("", motion, task="i2v", fmt="paragraph", min_words=30) == []
+    assert check("", "I'm sorry, I cannot see the image you describe here.", task="i2v",
                         fmt="paragraph", min_words=30) == ["the output is the model chatting, not a prompt"]
 
 

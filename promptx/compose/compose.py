@@ -1,0 +1,162 @@
+"""``compose``: one structured enhancement, the user's words and one phrase per part.
+
+The profile's layout (``Profile.compose``) names the parts in order; each is
+said only where the prompt does not already say it and a phrase fits
+(``choose``). The text keeps the target's word and encoder budget by dropping
+the least important parts first. The result says what was added, part by part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from ..errors import InvalidInputError
+from ..profiles.schema import Profile, count_words
+from . import layout
+from .choose import MAX_SUBJECTS, Chooser, Choice, Scorer, Slot, fitting, part_contexts
+from .cues import read_cues
+from .phrases import PhraseBook, phrase_book
+from .subjects import Mention, find_subjects, thing_words
+
+KEEP_ASPECTS = ("identity", "composition", "background", "lighting", "style", "colours")
+KEEP_SAID = 2
+
+
+@dataclass(frozen=True)
+class Composition:
+    text: str
+    added: dict[str, str] = field(default_factory=dict)   # part -> the words it added
+
+
+def compose(prompt: str, profile: Profile, *, seed: int = 0, scorer: Scorer | None = None,
+            book: PhraseBook | None = None, fits: Callable[[str], bool] | None = None,
+            without: frozenset[str] = frozenset(), avoid: frozenset[str] = frozenset()) -> Composition:
+    """The structured enhancement of ``prompt`` for ``profile``; ``scorer`` ranks the drawn
+    phrases (the model's likelihood), ``fits`` says whether a text is within the target's
+    encoder budget (the word budget is the profile's); ``without``: parts not to say; ``avoid``:
+    words no phrase may have (what an assessment objected to)."""
+    if profile.compose is None:
+        raise InvalidInputError(f"{profile.name} has no structured layout; use strength='full'")
+    book = book or phrase_book()
+    cues = read_cues(prompt, book.cues, thing_words(book))
+    mentions = find_subjects(prompt, book)
+    chooser = Chooser(book, prompt, cues, seed, scorer, avoid)
+    slots = [(part, s) for part, s in _slots(profile, chooser, mentions) if part not in without]
+    choices = chooser.decide([s for _, s in slots if isinstance(s, Slot)])
+    chosen = _by_part(slots, choices)
+    return _fitted(prompt, profile, chosen, fits)
+
+
+def _slots(profile: Profile, chooser: Chooser, mentions: list[Mention]) -> list[tuple[str, object]]:
+    """(part, Slot or list of keep phrases) in the layout's order; the prompt's own part has none."""
+    out: list[tuple[str, object]] = []
+    things = [m for m in mentions if m.subject.kind != "place"][:MAX_SUBJECTS]
+    places = [m for m in mentions if m.subject.kind == "place"][:1]
+    for part in profile.compose.parts:
+        if part == "prompt":
+            continue
+        if part in ("appearance", "setting"):
+            for mention in things if part == "appearance" else places:
+                slot = chooser.subject(part, mention, layout.frame(part, mention))
+                if slot:
+                    out.append((part, slot))
+        elif part == "keep":
+            out.append((part, _kept(chooser)))
+        else:
+            # an image comes alive with small camera moves only
+            contexts = _image_to_video_contexts(part, chooser, mentions) if profile.task == "i2v" else None
+            slot = chooser.part(part, mentions, layout.frame(part), banned=_banned(part, profile, chooser, mentions),
+                                contexts=contexts)
+            if slot:
+                out.append((part, slot))
+    return out
+
+
+def _image_to_video_contexts(part: str, chooser: Chooser, mentions: list[Mention]) -> list[str] | None:
+    """An image comes alive: small camera moves only, and motion whether or not the prompt
+    names an action ("the friends chat and laugh")."""
+    if part == "camera":
+        return ["still"]
+    if part == "motion" and not chooser.cues.still:
+        return part_contexts("motion", replace(chooser.cues, moving=True), mentions)
+    return None
+
+
+def _banned(part: str, profile: Profile, chooser: Chooser, mentions: list[Mention]) -> frozenset[str]:
+    """Words the phrase of ``part`` must not have for this target and prompt (cues.toml)."""
+    words, banned = chooser.book.cues["words"], set()
+    if part == "style" and profile.task == "t2v":
+        banned |= set(words["not_for_video"])
+    if part == "shot":
+        if chooser.cues.moving:
+            banned |= set(words["not_for_moving_shot"])
+        if not any(m.subject.kind == "person" for m in mentions):
+            banned |= set(words["only_for_people_shot"])
+        if sum(m.subject.kind != "place" for m in mentions) != 1:
+            banned |= set(words["not_for_unsure_shot"])
+    if part == "composition":
+        banned |= set(words["not_in_composition"])
+    if part in ("background", "composition", "quality_tags") and (chooser.cues.medium or "photo") not in ("photo", "bw"):
+        banned |= set(words["photographic"])
+    return frozenset(banned)
+
+
+def _kept(chooser: Chooser) -> list[str]:
+    """What an edit keeps: two aspects it does not touch (a person's identity first, where the
+    edit speaks of one and leaves the face alone), then everything else."""
+    contexts = chooser.book.part("keep").contexts
+    cues = chooser.cues
+    free = [a for a in KEEP_ASPECTS[1:] if a not in cues.edit_touches and a in contexts]
+    aspects = chooser.rng.sample(free, min(KEEP_SAID, len(free)))
+    if cues.about_person and "identity" not in cues.edit_touches:
+        aspects = ["identity"] + aspects[: KEEP_SAID - 1]
+    phrases = [chooser.rng.choice(fitting(list(contexts[a]), chooser.cues) or list(contexts[a]))
+               for a in sorted(aspects, key=KEEP_ASPECTS.index)]
+    return phrases + [chooser.rng.choice(list(contexts["any"]))]
+
+
+def _by_part(slots, choices: list[Choice]) -> list[tuple[str, object]]:
+    """The slots with each drawn slot replaced by its choice."""
+    picked = iter(choices)
+    return [(part, next(picked) if isinstance(s, Slot) else s) for part, s in slots]
+
+
+def _fitted(prompt: str, profile: Profile, chosen: list[tuple[str, object]],
+            fits: Callable[[str], bool] | None) -> Composition:
+    """The text, with the least important parts dropped until it fits the budget."""
+    budget = profile.length.max_words
+    while True:
+        text, added = _written(prompt, profile, chosen)
+        if not chosen or count_words(text) <= budget and (fits is None or fits(text)):
+            return Composition(text, added)
+        rank = {p: i for i, p in enumerate(layout.DROP_ORDER)}
+        worst = min(range(len(chosen)), key=lambda i: (rank.get(chosen[i][0], 99), -i))
+        chosen = chosen[:worst] + chosen[worst + 1:]
+
+
+def _written(prompt: str, profile: Profile, chosen: list[tuple[str, object]]) -> tuple[str, dict[str, str]]:
+    added: dict[str, str] = {}
+    pieces: list[str] = []
+    for part in profile.compose.parts:
+        if part == "prompt":
+            pieces.append(("prompt", prompt))
+            continue
+        for name, item in chosen:
+            if name == part:
+                pieces.append((name, item))
+    if profile.format == "tags":
+        phrases = [item.phrase for name, item in pieces if name != "prompt"]
+        for name, item in pieces:
+            if name != "prompt":
+                added[name] = ", ".join(filter(None, [added.get(name), item.phrase]))
+        return layout.tags(prompt, phrases), added
+    sentences = []
+    for name, item in pieces:
+        if name == "prompt":
+            sentences.append(layout.prompt_sentence(prompt))
+            continue
+        said_text = layout.keep_sentence(item) if name == "keep" else layout.sentence(item)
+        sentences.append(said_text)
+        added[name] = " ".join(filter(None, [added.get(name), said_text]))
+    return " ".join(s for s in sentences if s), added

@@ -1,0 +1,7 @@
+"""``python -m tools.blind``: see ``tools.blind.cli``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
