@@ -112,10 +112,10 @@ class EmbeddedBackend(Backend):
         return n
 
     def score_phrases(self, prompt: str, options: list[tuple[str, str]]) -> list[float]:
-        """Pointwise mutual information of each phrase with the prompt: its mean log-probability
-        after the prompt and its frame, less its mean log-probability after the frame alone (kept
-        per phrase, measured in the same pass the first time), so that a phrase the prompt makes
-        likelier wins, not merely a common one."""
+        """Each phrase's mean log-probability after the prompt and its frame, less half its mean
+        log-probability after the frame alone (kept per phrase, measured in the same pass the first
+        time): a phrase the prompt makes likelier wins, not merely a common one, and not merely a
+        rare one either (full pointwise mutual information favoured odd phrases: docs/quality.md)."""
         if not options:
             return []
         from engine.decode.scoring import ScoringGroup
@@ -130,7 +130,7 @@ class EmbeddedBackend(Backend):
             raise BackendError(f"scoring failed: {exc}") from exc
         if missing:
             self._phrase_prior.update(zip(missing, (s.mean for s in scored[1])))
-        return [s.mean - self._phrase_prior[o] for s, o in zip(scored[0], options)]
+        return [s.mean - PRIOR_WEIGHT * self._phrase_prior[o] for s, o in zip(scored[0], options)]
 
     def _group(self, prompt: str, options: list[tuple[str, str]], group_type):
         encode = self.generator.tokenizer.encode
@@ -246,6 +246,8 @@ class EmbeddedBackend(Backend):
 
 # what a phrase's prior likelihood is measured after (a prompt that says nothing in particular)
 _NEUTRAL_PROMPT = "A picture."
+# how much of that prior is taken off (1: pointwise mutual information; 0: plain likelihood)
+PRIOR_WEIGHT = 0.5
 
 
 def _resolve_dtype(dtype: str | None, device, drafter) -> str:

@@ -77,7 +77,7 @@ def _image_to_video_contexts(part: str, chooser: Chooser, mentions: list[Mention
     """An image comes alive: small camera moves only, and motion whether or not the prompt
     names an action ("the friends chat and laugh")."""
     if part == "camera":
-        return ["still"]
+        return ["still"] if part_contexts("camera", chooser.cues, mentions) else []
     if part == "motion" and not chooser.cues.still:
         return part_contexts("motion", replace(chooser.cues, moving=True), mentions)
     return None
@@ -93,10 +93,17 @@ def _banned(part: str, profile: Profile, chooser: Chooser, mentions: list[Mentio
             banned |= set(words["not_for_moving_shot"])
         if not any(m.subject.kind == "person" for m in mentions):
             banned |= set(words["only_for_people_shot"])
-        if sum(m.subject.kind != "place" for m in mentions) != 1:
+        things = [m for m in mentions if m.subject.kind != "place"]
+        if len(things) != 1:
             banned |= set(words["not_for_unsure_shot"])
+        if not things:
+            banned |= set(words["not_for_unknown_shot"])
+        if things and things[0].subject.kind in ("object", "food", "plant"):
+            banned |= set(words["not_for_small_things_shot"])
+        if not things or things[0].subject.kind != "food":
+            banned |= set(words["only_for_food_shot"])
     if part == "composition":
-        banned |= set(words["not_in_composition"])
+        banned |= set(words["not_in_composition"]) | set(words["focus"])
     if part in ("background", "composition", "quality_tags") and (chooser.cues.medium or "photo") not in ("photo", "bw"):
         banned |= set(words["photographic"])
     return frozenset(banned)

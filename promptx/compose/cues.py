@@ -58,11 +58,18 @@ def read_cues(prompt: str, cue_lists: dict, things: frozenset[str] = frozenset()
         names_colour=has_colour(prompt), names_material=has_material(prompt, words["extra_materials"]),
         moving=says_any(text, words["moving"]) or _has_ing_verb(text), still=says_any(text, words["still"]),
         group=says_any(text, words["group"]),
-        edit_touches=frozenset(k for k, cues in edit.items() if k != "person" and says_any(text, cues))
-                     | ({"colours"} if has_colour(prompt) else frozenset()),
+        edit_touches=_edit_touches(text, edit, prompt),
         about_person=says_any(text, edit["person"]),
         names_place=_names_place(text.split(), words, things),
     )
+
+
+def _edit_touches(text: str, edit: dict, prompt: str) -> frozenset[str]:
+    """The keep-contexts an edit touches; a change of light or a colour changes the colours too."""
+    touched = {k for k, cues in edit.items() if k != "person" and says_any(text, cues)}
+    if "lighting" in touched or has_colour(prompt):
+        touched.add("colours")
+    return frozenset(touched)
 
 
 def normalised(text: str) -> str:

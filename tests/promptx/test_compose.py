@@ -238,3 +238,29 @@ def test_a_target_without_a_layout_is_refused():
     profile = REGISTRY.get("video").model_copy(update={"compose": None})
     with pytest.raises(InvalidInputError, match="strength='full'"):
         compose("a cat", profile)
+
+
+# -- what blind readers rejected in the first reading (data/eval/blind/r1) -------------------------------
+def test_image_to_video_keeps_the_prompts_own_camera_move():
+    i2v = REGISTRY.get("image-to-video")
+    for seed in range(6):
+        made = compose("slow push in toward the moon over the lake", i2v, seed=seed)
+        assert "camera" not in made.added and "The camera" not in made.text
+
+
+def test_an_edit_of_the_light_does_not_keep_the_colours():
+    colours = set(BOOK.part("keep").contexts["colours"])
+    for seed in range(8):
+        made = compose("make it a bright sunny afternoon", REGISTRY.get("image-to-image"), seed=seed)
+        assert _count_said(made.text, colours) == 0, made.text
+
+
+def test_focus_is_said_once_and_small_things_get_no_flat_lay_or_vast_shot():
+    image = REGISTRY.get("image")
+    for seed in range(8):
+        composition = compose("a giraffe with an owl on its head", image, seed=seed).added.get("composition", "")
+        assert not re.search(r"focus|bokeh|blur|depth", composition.lower())
+        vase = compose("a vase on a shelf", image, seed=seed).added.get("shot", "").lower()
+        assert "flat-lay" not in vase and "directly above" not in vase
+        gem = compose("A gemstone changes from dull to bright.", REGISTRY.get("video"), seed=seed).added.get("shot", "")
+        assert not re.search(r"\b(wide|long|vast|extreme)\b", gem.lower())
