@@ -48,4 +48,4 @@ def test_wheel_installs_and_enhances(tmp_path, model_dir):
                   "--seed", "1", "--max-new-tokens", "48"], cwd=outside, env=env)
     payload = json.loads(result.stdout)
     assert payload["text"].strip() and payload["target"] == "video"
-    assert payload["strength"] == "medium" and payload["added"]     # the phrase sets are in the wheel
+    assert payload["strength"] == "light" and payload["added"]     # the phrase sets are in the wheel

@@ -181,6 +181,10 @@ class Chooser:
         specific = allowed(phrases.for_contexts(contexts[:1]))
         return self._slot(part, frame, specific if len(specific) >= CANDIDATES else allowed(phrases.for_contexts(contexts)))
 
+    def phrases(self, part: str, frame: str, phrases: list[str]) -> Slot | None:
+        """A slot of given phrases (an action's), less those that could contradict the prompt."""
+        return self._slot(part, frame, fitting(phrases, self.cues))
+
     def subject(self, part: str, mention: Mention, frame: str) -> Slot | None:
         phrases = [p for p in mention.subject.phrases if not (mention.plural and counts_one(p))]
         phrases = fitting(phrases, self.cues, subject=True, extra_materials=self.book.cues["words"]["extra_materials"])

@@ -17,7 +17,7 @@ from . import layout
 from .choose import MAX_SUBJECTS, Chooser, Choice, Scorer, Slot, fitting, part_contexts
 from .cues import read_cues
 from .phrases import PhraseBook, phrase_book
-from .subjects import Mention, find_subjects, thing_words
+from .subjects import Mention, find_action, find_subjects, thing_words
 
 KEEP_ASPECTS = ("identity", "composition", "background", "lighting", "style", "colours")
 KEEP_SAID = 2
@@ -52,6 +52,7 @@ def _slots(profile: Profile, chooser: Chooser, mentions: list[Mention]) -> list[
     """(part, Slot or list of keep phrases) in the layout's order; the prompt's own part has none."""
     out: list[tuple[str, object]] = []
     things = [m for m in mentions if m.subject.kind != "place"][:MAX_SUBJECTS]
+    action = None if chooser.cues.still else find_action(chooser.prompt, chooser.book)
     places = [m for m in mentions if m.subject.kind == "place"][:1]
     for part in profile.compose.parts:
         if part == "prompt":
@@ -63,6 +64,12 @@ def _slots(profile: Profile, chooser: Chooser, mentions: list[Mention]) -> list[
                     out.append((part, slot))
         elif part == "keep":
             out.append((part, _kept(chooser)))
+        elif part == "action":
+            slot = _action_slot(profile, chooser, action)
+            if slot:
+                out.append((part, slot))
+        elif part == "motion" and action is not None and "action" in profile.compose.parts:
+            continue                       # the action's own phrase says how it moves
         else:
             # an image comes alive with small camera moves only
             contexts = _image_to_video_contexts(part, chooser, mentions) if profile.task == "i2v" else None
@@ -107,6 +114,14 @@ def _banned(part: str, profile: Profile, chooser: Chooser, mentions: list[Mentio
     if part in ("background", "composition", "quality_tags") and (chooser.cues.medium or "photo") not in ("photo", "bw"):
         banned |= set(words["photographic"])
     return frozenset(banned)
+
+
+def _action_slot(profile: Profile, chooser: Chooser, action) -> Slot | None:
+    """How the prompt's action looks: in motion for a video, frozen in one instant for an image."""
+    if action is None:
+        return None
+    phrases = list(action.still if profile.task in ("t2i", "i2i") else action.video)
+    return chooser.phrases("action", layout.frame("action"), phrases)
 
 
 def _kept(chooser: Chooser) -> list[str]:

@@ -12,12 +12,12 @@ from .choose import Choice
 from .subjects import Mention
 
 # the words a standalone phrase is scored after (the model's likelihood of the phrase as this part)
-SCORE_LABELS = {"light": "Lighting:", "style": "Style:", "motion": "Motion:", "shot": "Shot:",
+SCORE_LABELS = {"light": "Lighting:", "style": "Style:", "motion": "Motion:", "action": "Motion:", "shot": "Shot:",
                 "composition": "Composition:", "background": "Background:", "ambient": "Around it:",
                 "quality_tags": "Tags:", "camera": "The camera", "keep": "Keep"}
 # parts dropped first when the text is over the target's budget
 DROP_ORDER = ("composition", "quality_tags", "background", "ambient", "motion", "style", "keep", "shot",
-              "camera", "light", "setting", "appearance")
+              "camera", "light", "action", "setting", "appearance")
 
 
 def frame(part: str, mention: Mention | None = None) -> str:

@@ -74,10 +74,22 @@ def counts_one(phrase: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Action:
+    """An action people prompt ("running"): the words that name it, how it looks in motion
+    (video) and frozen in one instant (a still image)."""
+
+    name: str
+    forms: tuple[str, ...]
+    video: tuple[str, ...]
+    still: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class PhraseBook:
     parts: dict[str, PartPhrases]
     subjects: dict[str, Subject]
     cues: dict = field(default_factory=dict)
+    actions: dict[str, Action] = field(default_factory=dict)     # by each of its forms
 
     def part(self, name: str) -> PartPhrases:
         return self.parts[name]
@@ -102,7 +114,14 @@ def phrase_book(directory: str | None = None) -> PhraseBook:
                 raise PhraseSetError(f"{path.name}: subject {subject.noun!r} is also in another file")
             subjects[subject.noun] = subject
     cues = _read(root / "cues.toml")
-    return PhraseBook(parts, subjects, cues)
+    actions = load_actions(root / "actions.toml") if (root / "actions.toml").exists() else []
+    by_form: dict[str, Action] = {}
+    for action in actions:
+        for form in action.forms:
+            if form in by_form:
+                raise PhraseSetError(f"actions.toml: {form!r} names both {by_form[form].name!r} and {action.name!r}")
+            by_form[form] = action
+    return PhraseBook(parts, subjects, cues, by_form)
 
 
 def load_part(path: Path) -> PartPhrases:
@@ -146,6 +165,26 @@ def load_subjects(path: Path) -> list[Subject]:
         plural = table.get("plural") or regular_plural(noun)
         subjects.append(Subject(noun, table["kind"], plural, tuple(phrases)))
     return subjects
+
+
+def load_actions(path: Path) -> list[Action]:
+    actions = []
+    for name, table in _read(path).items():
+        where = f"{path.name} [{name}]"
+        forms = table.get("forms") if isinstance(table, dict) else None
+        if not isinstance(forms, list) or not forms or not all(isinstance(f, str) and f == f.lower().strip()
+                                                                and " " not in f for f in forms):
+            raise PhraseSetError(f"{where}: forms must be a list of lower-case single words")
+        lists = {}
+        for kind in ("video", "still"):
+            phrases = table.get(kind)
+            if not isinstance(phrases, list) or not 2 <= len(phrases) <= 8:
+                raise PhraseSetError(f"{where}: needs 2 to 8 {kind} phrases")
+            for phrase in phrases:
+                check_phrase(where, phrase, PHRASE_WORDS)
+            lists[kind] = tuple(phrases)
+        actions.append(Action(name, tuple(forms), lists["video"], lists["still"]))
+    return actions
 
 
 def check_phrase(where: str, phrase, bounds: tuple[int, int], *, leading_article: bool = True) -> None:

@@ -145,3 +145,19 @@ def thing_words(book: PhraseBook) -> frozenset[str]:
     """Every word of the known subjects that are not places (their nouns and plurals)."""
     return frozenset(w for form, (subject, _) in _forms(id(book), book).items() if subject.kind != "place"
                      for w in form.split())
+
+
+def find_action(prompt: str, book: PhraseBook):
+    """The first action of the prompt the book knows ("a dog running" -> running), or None."""
+    lex = lexicon()
+    for words in clauses(prompt):
+        for i, word in enumerate(words):
+            action = book.actions.get(word)
+            if action is None or (i and words[i - 1] == "camera"):
+                continue                   # "the camera glides": the camera's move, not the subject's
+            following = words[i + 1] if i + 1 < len(words) else ""
+            if word.endswith("ing") and following not in _NOT_HEADS and lex.noun_lemma(following) is not None \
+                    and not lex.mostly_verb(lex.noun_lemma(following)):
+                continue                   # "a swimming pool", "rolling hills": a modifier
+            return action
+    return None

@@ -88,7 +88,7 @@ class LengthBudget(_Strict):
 
 
 #: the parts a structured enhancement may say (``promptx.compose``; templates/phrases/README.md)
-COMPOSE_PARTS = ("prompt", "appearance", "setting", "background", "motion", "ambient", "light", "style",
+COMPOSE_PARTS = ("prompt", "appearance", "setting", "background", "action", "motion", "ambient", "light", "style",
                  "camera", "shot", "composition", "keep", "quality_tags")
 
 

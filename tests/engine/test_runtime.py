@@ -43,7 +43,9 @@ def test_chunked_prefill_matches_one_pass(fp32_model):
     first = model(torch.tensor([ids[:10]]), cache).logits
     cache.commit(10)
     rest = model(torch.tensor([ids[10:]]), cache).logits
-    torch.testing.assert_close(torch.cat([first, rest], 1), full, atol=1e-4, rtol=1e-5)
+    # two passes sum the attention in another order than one: with the 3-epoch adapter one of 2M
+    # logits differed by 1.1e-4 (AMX Xeon, fp32)
+    torch.testing.assert_close(torch.cat([first, rest], 1), full, atol=3e-4, rtol=1e-5)
 
 
 def test_tree_mask_forward_equals_each_branch(fp32_model):

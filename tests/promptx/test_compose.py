@@ -127,7 +127,8 @@ def _count_said(text: str, phrases: set[str]) -> int:
     for phrase in phrases:
         for match in re.finditer(re.escape(phrase.lower()), lowered):
             before, after = lowered[:match.start()], lowered[match.end():]
-            if (not before or before.endswith((". ", ", ", "the camera "))) and (not after or after[0] in ".,"):
+            if (not before or before.endswith((". ", ", ", "the camera ", "keep "))) and (
+                    not after or after[0] in ".," or after.startswith(" and ")):
                 spans.append((match.start(), match.end()))
     return sum(1 for a in spans if not any(b != a and b[0] <= a[0] and a[1] <= b[1] for b in spans))
 
@@ -230,7 +231,7 @@ def test_an_edit_keeps_what_it_does_not_touch():
 
 def test_image_to_video_says_motion_only():
     made = compose("the girl turns her head and smiles", REGISTRY.get("image-to-video"), seed=0)
-    assert set(made.added) <= {"motion", "ambient", "camera"}
+    assert set(made.added) <= {"action", "motion", "ambient", "camera"}
     assert "appearance" not in made.added and "style" not in made.added
 
 
@@ -264,3 +265,27 @@ def test_focus_is_said_once_and_small_things_get_no_flat_lay_or_vast_shot():
         assert "flat-lay" not in vase and "directly above" not in vase
         gem = compose("A gemstone changes from dull to bright.", REGISTRY.get("video"), seed=seed).added.get("shot", "")
         assert not re.search(r"\b(wide|long|vast|extreme)\b", gem.lower())
+
+
+def test_an_edit_that_removes_people_or_changes_the_style_keeps_no_face_and_no_background():
+    edit = REGISTRY.get("image-to-image")
+    identity = set(BOOK.part("keep").contexts["identity"])
+    background = set(BOOK.part("keep").contexts["background"])
+    for seed in range(8):
+        assert _count_said(compose("remove the people around the campfire", edit, seed=seed).text, identity) == 0
+        assert _count_said(compose("turn the photo into an oil painting", edit, seed=seed).text, background) == 0
+        assert _count_said(compose("give her a small golden crown", edit, seed=seed).text, identity) == 1
+
+
+def test_an_action_is_said_as_it_looks_in_motion_or_in_one_instant():
+    running = BOOK.actions["running"]
+    assert {"run", "runs", "running"} <= set(running.forms)
+    for seed in range(4):
+        video = compose("a dog running along the beach", REGISTRY.get("video"), seed=seed)
+        assert "motion" not in video.added
+        assert video.added["action"].rstrip(".").lower() in {p.lower() for p in running.video}
+        image = compose("a dog running along the beach", REGISTRY.get("image"), seed=seed)
+        assert image.added["action"].rstrip(".").lower() in {p.lower() for p in running.still}
+        assert "action" not in compose("In a still frame, a dog running", REGISTRY.get("video"), seed=seed).added
+        assert "action" not in compose("an empty swimming pool", REGISTRY.get("video"), seed=seed).added
+        assert "action" not in compose("a lighthouse, the camera glides past", REGISTRY.get("video"), seed=seed).added

@@ -261,6 +261,6 @@ def test_enhance_takes_a_strength(server):
     assert answers["light"]["added"] and answers["medium"]["added"] and answers["full"]["added"] == {}
     assert answers["light"]["text"].startswith("A red fox in snow.")
     default = httpx.post(server.url + "/v1/enhance", json={"prompt": "a red fox in snow", **GREEDY}, timeout=600)
-    assert default.json()["strength"] == "medium"
+    assert default.json()["strength"] == "light"
     bad = httpx.post(server.url + "/v1/enhance", json={"prompt": "a fox", "strength": "heavy"})
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"

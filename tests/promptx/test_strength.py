@@ -1,5 +1,5 @@
 """``strength`` through the API and the CLI with the embedded model: light composes vetted phrases
-without loading the model, medium ranks them with it (the default), full is free prose.
+without loading the model (the default), medium ranks them with it, full is free prose.
 
 (The server takes it too: test_serve.test_enhance_takes_a_strength.)
 """
@@ -23,9 +23,9 @@ def enhancer(model_dir):
     return promptx.Enhancer(quiet=True)
 
 
-def test_light_says_vetted_phrases_without_loading_the_model(model_dir):
+def test_light_is_the_embedded_default_and_never_loads_the_model(model_dir):
     fresh = promptx.Enhancer(quiet=True)
-    result = fresh.enhance("a knight fighting a dragon", "video", strength="light", seed=3)
+    result = fresh.enhance("a knight fighting a dragon", "video", seed=3)
     assert fresh._backend is None                        # nothing was loaded
     assert result.strength == "light" and not result.fallback
     assert result.text.startswith("A knight fighting a dragon.")
@@ -35,14 +35,18 @@ def test_light_says_vetted_phrases_without_loading_the_model(model_dir):
     assert again.text == result.text
 
 
-def test_medium_is_the_embedded_default_and_ranks_with_the_model(enhancer):
-    result = enhancer.enhance("a bowl of ramen on a wooden table", "image", seed=0)
+def test_medium_ranks_the_same_draws_with_the_model(enhancer):
+    result = enhancer.enhance("a bowl of ramen on a wooden table", "image", seed=0, strength="medium")
     assert result.strength == "medium" and result.stats.backend == "embedded"
     assert result.text.startswith("A bowl of ramen on a wooden table.") and result.added
     light = enhancer.enhance("a bowl of ramen on a wooden table", "image", seed=0, strength="light")
     # the same seeded draw: where the model prefers another candidate, the texts differ
     assert set(light.added) == set(result.added)
-    assert enhancer.enhance("a bowl of ramen on a wooden table", "image", seed=0).text == result.text
+    assert enhancer.enhance("a bowl of ramen on a wooden table", "image", seed=0, strength="medium").text == result.text
+    scores = enhancer.backend.score_phrases("a bowl of ramen on a wooden table",
+                                            [("Lighting:", "soft window light over the table"),
+                                             ("Lighting:", "cold light from a distant star")])
+    assert len(scores) == 2 and scores[0] > scores[1]
 
 
 def test_full_is_free_prose(enhancer):
