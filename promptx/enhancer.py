@@ -158,7 +158,8 @@ class Enhancer:
         if profile is not None and profile.compose is None:
             return "full"
         embedded = self._backend is None or self._backend.name == "embedded"
-        return "light" if embedded and self._model is None else "full"
+        # a model or drafter named by the caller is there to be used: free prose
+        return "light" if embedded and self._model is None and self._drafter is None else "full"
 
     def _structured(self, request: EnhanceRequest) -> EnhancedPrompt:
         """A light or medium enhancement (``promptx.structured``): light never loads the model."""

@@ -115,7 +115,7 @@ def _checker(rows: Sequence[PairRow], tokenizer, name: str) -> Callable:
 
     def check(model, step: int) -> dict:
         backend = EmbeddedBackend.around(Generator(model, tokenizer), name, prompt_style=PROMPT_STYLE)
-        result = passes_on(Enhancer(backend=backend, templates_dir=None, quiet=True), rows)
+        result = passes_on(Enhancer(backend=backend, templates_dir=None, quiet=True, strength="full"), rows)
         check.last = result
         return result.summary()
 

@@ -127,10 +127,12 @@ def _row(source, spec, target, profile, text, assessment, *, fallback=False, ski
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--model", help=MODEL_HELP)
 @click.option("--dtype", default="auto", show_default=True, help="Model precision (see promptx enhance --help).")
+@click.option("--strength", type=click.Choice(("light", "medium", "full")),
+              help="What promptx writes (default: the Enhancer's, light with the embedded model).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and rows as JSON.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Write results and failure examples here.")
 def eval_command(prompt_file, target, reference, reference_name, no_promptx, caption, limit, seed, model,
-                 dtype, as_json, out):
+                 dtype, strength, as_json, out):
     """Enhance PROMPT_FILE and report how faithful the results are."""
     from ..enhancer import Enhancer
     from ..prompt_files import read_prompt_file
@@ -139,7 +141,7 @@ def eval_command(prompt_file, target, reference, reference_name, no_promptx, cap
     refs = read_reference(reference, len(specs)) if reference else None
     if no_promptx and refs is None:
         raise click.UsageError("--no-promptx needs --reference")
-    enhancer = Enhancer(model, quiet=as_json, dtype=None if dtype == "auto" else dtype)
+    enhancer = Enhancer(model, quiet=as_json, dtype=None if dtype == "auto" else dtype, strength=strength)
     rows: list[dict] = []
     with click.progressbar(specs, label="assessing", file=sys.stderr) as bar:
         for i, spec in enumerate(bar):

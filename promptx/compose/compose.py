@@ -50,34 +50,33 @@ def compose(prompt: str, profile: Profile, *, seed: int = 0, scorer: Scorer | No
 
 def _slots(profile: Profile, chooser: Chooser, mentions: list[Mention]) -> list[tuple[str, object]]:
     """(part, Slot or list of keep phrases) in the layout's order; the prompt's own part has none."""
-    out: list[tuple[str, object]] = []
-    things = [m for m in mentions if m.subject.kind != "place"][:MAX_SUBJECTS]
     action = None if chooser.cues.still else find_action(chooser.prompt, chooser.book)
-    places = [m for m in mentions if m.subject.kind == "place"][:1]
-    for part in profile.compose.parts:
-        if part == "prompt":
-            continue
-        if part in ("appearance", "setting"):
-            for mention in things if part == "appearance" else places:
-                slot = chooser.subject(part, mention, layout.frame(part, mention))
-                if slot:
-                    out.append((part, slot))
-        elif part == "keep":
-            out.append((part, _kept(chooser)))
-        elif part == "action":
-            slot = _action_slot(profile, chooser, action)
-            if slot:
-                out.append((part, slot))
-        elif part == "motion" and action is not None and "action" in profile.compose.parts:
-            continue                       # the action's own phrase says how it moves
-        else:
-            # an image comes alive with small camera moves only
-            contexts = _image_to_video_contexts(part, chooser, mentions) if profile.task == "i2v" else None
-            slot = chooser.part(part, mentions, layout.frame(part), banned=_banned(part, profile, chooser, mentions),
-                                contexts=contexts)
-            if slot:
-                out.append((part, slot))
-    return out
+    if action is not None and action.name not in chooser.book.cues["words"]["any_doer_actions"] and not any(
+            m.subject.kind in ("person", "animal") for m in mentions):
+        action = None                      # "a wave washes over the sand": nobody is washing
+    return [(part, slot) for part in profile.compose.parts
+            for slot in _part_slots(part, profile, chooser, mentions, action)]
+
+
+def _part_slots(part: str, profile: Profile, chooser: Chooser, mentions: list[Mention], action) -> list:
+    """The slots of one part: one per described subject for appearance and setting, none for the
+    prompt itself or for a generic motion line where the action's own phrase says how it moves."""
+    if part == "prompt" or part == "motion" and action is not None and "action" in profile.compose.parts:
+        return []
+    if part == "keep":
+        return [_kept(chooser)]
+    if part in ("appearance", "setting"):
+        things = [m for m in mentions if m.subject.kind != "place"][:MAX_SUBJECTS]
+        places = [m for m in mentions if m.subject.kind == "place"][:1]
+        slots = [chooser.subject(part, m, layout.frame(part, m)) for m in (things if part == "appearance" else places)]
+    elif part == "action":
+        slots = [_action_slot(profile, chooser, action)]
+    else:
+        # an image comes alive with small camera moves only
+        contexts = _image_to_video_contexts(part, chooser, mentions) if profile.task == "i2v" else None
+        slots = [chooser.part(part, mentions, layout.frame(part), banned=_banned(part, profile, chooser, mentions),
+                              contexts=contexts)]
+    return [s for s in slots if s]
 
 
 def _image_to_video_contexts(part: str, chooser: Chooser, mentions: list[Mention]) -> list[str] | None:

@@ -27,7 +27,7 @@ __all__ = ["enhance_for"]
 
 #: options of one enhancement (``Enhancer.enhance``)
 ENHANCE_OPTIONS = frozenset({"caption", "seed", "temperature", "max_new_tokens", "style", "language", "force",
-                             "speculative", "system_prompt", "constrain"})
+                             "speculative", "system_prompt", "constrain", "strength"})
 #: options of a batch (``Enhancer.enhance_many``)
 BATCH_OPTIONS = frozenset({"batch_size", "progress"})
 #: options that make an Enhancer (``Enhancer(...)``)

@@ -519,7 +519,10 @@ def test_a_real_wan_call_counts_with_its_umt5_tokenizer_within_the_calls_max_seq
 
 @pytest.mark.slow
 def test_the_shared_embedded_model_enhances_for_a_real_sdxl_pipeline(sdxl, model_dir):
-    result = enhance_for(sdxl, "a fox in the snow", seed=1, max_new_tokens=60)
+    result = enhance_for(sdxl, "a fox in the snow", seed=1, max_new_tokens=60, strength="full")
     assert result.target == "sdxl" and result.stats.backend == "embedded"
     assert result.stats.encoder_counter == "pipeline:tokenizer"
     assert result.stats.encoder_tokens == own_count(sdxl.tokenizer, result.text) <= 75
+    light = enhance_for(sdxl, "a fox in the snow", seed=1)          # the default: vetted phrases, same budget
+    assert light.strength == "light" and light.added and light.stats.encoder_counter == "pipeline:tokenizer"
+    assert light.stats.encoder_tokens == own_count(sdxl.tokenizer, light.text) <= 75

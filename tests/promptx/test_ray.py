@@ -91,7 +91,7 @@ def test_a_dataset_without_the_prompt_column_is_refused(ray_local):
 def _command(inp: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "promptx", "enhance", "--file", str(inp), "--output", str(out), "--target", "sdxl",
             "--ray", "--workers", "2", "--temperature", "0", "--seed", "0", "--max-new-tokens", "16",
-            "--dtype", "float32"]
+            "--dtype", "float32", "--strength", "full"]      # decoding: slow enough to stop halfway
 
 
 @pytest.mark.slow

@@ -49,6 +49,6 @@ def test_tuned_outputs_pass_the_assessment_on_held_out_prompts(model_dir):
     from promptx.tuning_pairs import read_pairs
 
     rows, _ = read_pairs([HELDOUT])
-    result = passes_on(promptx.Enhancer(quiet=True), balanced(rows, 8))
+    result = passes_on(promptx.Enhancer(quiet=True, strength="full"), balanced(rows, 8))
     failed = [e for e in result.examples if not e["passed"]]
     assert result.n == 8 and result.passed >= 7, failed          # at most one fallback in eight
