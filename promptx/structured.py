@@ -39,7 +39,7 @@ def structured_result(request: EnhanceRequest, *, scorer: Callable | None, count
     own = _own_faults(request)
     for _ in range(MAX_MENDS):
         made = compose(request.prompt, request.profile, seed=request.seed or 0, scorer=scorer, fits=fits,
-                       without=without, avoid=avoid)
+                       without=without, avoid=avoid, style=request.style)
         assessment = _assessed(request, made.text)
         faults = [f for f in assessment.findings if _key(f) not in own]
         if not faults or not made.added:

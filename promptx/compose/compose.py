@@ -31,15 +31,18 @@ class Composition:
 
 def compose(prompt: str, profile: Profile, *, seed: int = 0, scorer: Scorer | None = None,
             book: PhraseBook | None = None, fits: Callable[[str], bool] | None = None,
-            without: frozenset[str] = frozenset(), avoid: frozenset[str] = frozenset()) -> Composition:
+            without: frozenset[str] = frozenset(), avoid: frozenset[str] = frozenset(),
+            style: str | None = None) -> Composition:
     """The structured enhancement of ``prompt`` for ``profile``; ``scorer`` ranks the drawn
     phrases (the model's likelihood), ``fits`` says whether a text is within the target's
     encoder budget (the word budget is the profile's); ``without``: parts not to say; ``avoid``:
-    words no phrase may have (what an assessment objected to)."""
+    words no phrase may have (what an assessment objected to); ``style``: a style preset of the
+    profile the caller chose ("anime", "3d-render"), read as if the prompt asked for it."""
     if profile.compose is None:
         raise InvalidInputError(f"{profile.name} has no structured layout; use strength='full'")
     book = book or phrase_book()
-    cues = read_cues(prompt, book.cues, thing_words(book))
+    asked = f"{prompt}. {style.replace('-', ' ')} style" if style else prompt
+    cues = read_cues(asked, book.cues, thing_words(book))
     mentions = find_subjects(prompt, book)
     chooser = Chooser(book, prompt, cues, seed, scorer, avoid)
     slots = [(part, s) for part, s in _slots(profile, chooser, mentions) if part not in without]

@@ -289,3 +289,13 @@ def test_an_action_is_said_as_it_looks_in_motion_or_in_one_instant():
         assert "action" not in compose("In a still frame, a dog running", REGISTRY.get("video"), seed=seed).added
         assert "action" not in compose("an empty swimming pool", REGISTRY.get("video"), seed=seed).added
         assert "action" not in compose("a lighthouse, the camera glides past", REGISTRY.get("video"), seed=seed).added
+
+
+def test_a_style_preset_picks_the_style_family():
+    anime = set(BOOK.part("style").contexts["anime"])
+    three_d = set(BOOK.part("style").contexts["3d"])
+    for seed in range(4):
+        made = compose("a fox in a meadow", REGISTRY.get("wan-t2v"), seed=seed, style="anime")
+        assert made.added["style"].rstrip(".").lower() in {p.lower() for p in anime}
+        made = compose("a fox in a meadow", REGISTRY.get("flux1"), seed=seed, style="3d-render")
+        assert made.added["style"].rstrip(".").lower() in {p.lower() for p in three_d}
