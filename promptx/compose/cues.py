@@ -67,11 +67,13 @@ def read_cues(prompt: str, cue_lists: dict, things: frozenset[str] = frozenset()
 def _edit_touches(text: str, edit: dict, prompt: str) -> frozenset[str]:
     """The keep-contexts an edit touches; a change of light or a colour changes the colours too,
     and a change of style ("into an oil painting") every surface, the background included."""
-    touched = {k for k, cues in edit.items() if k != "person" and says_any(text, cues)}
+    touched = {k for k, cues in edit.items() if k not in ("person", "transform") and says_any(text, cues)}
     if "lighting" in touched or has_colour(prompt):
         touched.add("colours")
     if "style" in touched:
         touched |= {"background", "lighting", "colours"}
+    if says_any(text, edit["transform"]):
+        touched |= {"lighting", "colours"}    # a campfire turned into a lantern changes the light too
     return frozenset(touched)
 
 

@@ -20,7 +20,11 @@ MAX_WORDS = 3
 _COUNTS = frozenset("one two three four five six seven eight nine ten eleven twelve several many few some "
                     "dozen dozens hundreds pair couple".split())
 _NOT_HEADS = frozenset("of and or with in on at by to from for into onto over under near behind beside "
-                       "while as is are was were the a an its their his her".split())
+                       "while as is are was were the a an its their his her that which who whose then there "
+                       "here very so but nor yet all both each every no not just also up down out off through "
+                       "across along around about after before during between against toward towards inside "
+                       "outside beneath above below next has have had does do did can could will would may "
+                       "might must should being been be this these those my our your".split())
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,8 @@ def _modifies_next(words: list[str], after: int, forms: dict) -> bool:
         return False                   # "a cat watches": the verb, not a "cat watch"
     if following in _NOT_HEADS or following in forms:
         return following in forms
+    if not lex.knows(following) and following.isalpha():
+        return True                    # "chicken pho": a dish the lexicon does not know, made of chicken
     lemma = lex.noun_lemma(following)
     return lemma is not None and lex.is_noun(lemma) and not lex.mostly_verb(lemma) and not following.endswith("ing")
 

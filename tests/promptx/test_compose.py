@@ -299,3 +299,14 @@ def test_a_style_preset_picks_the_style_family():
         assert made.added["style"].rstrip(".").lower() in {p.lower() for p in anime}
         made = compose("a fox in a meadow", REGISTRY.get("flux1"), seed=seed, style="3d-render")
         assert made.added["style"].rstrip(".").lower() in {p.lower() for p in three_d}
+
+
+def test_an_edit_that_turns_one_thing_into_another_frees_light_colours_and_the_sky():
+    lighting = set(BOOK.part("keep").contexts["lighting"])
+    colours = set(BOOK.part("keep").contexts["colours"])
+    background = set(BOOK.part("keep").contexts["background"])
+    edit = REGISTRY.get("flux2-edit")
+    for seed in range(8):
+        text = compose("turn the campfire into a small lantern", edit, seed=seed).text
+        assert _count_said(text, lighting) == _count_said(text, colours) == 0, text
+        assert _count_said(compose("replace the crescent moon with a full moon", edit, seed=seed).text, background) == 0
