@@ -86,7 +86,8 @@ def _assessed(request: EnhanceRequest, text: str) -> Assessment:
 def _own_faults(request: EnhanceRequest) -> set[tuple]:
     """What the assessment finds in the user's words alone (an odd prompt such as "One blue balls
     ... collide, bird's-eye view"): not faults of the added parts."""
-    bare = layout.tags(request.prompt, []) if request.profile.format == "tags" else layout.prompt_sentence(request.prompt)
+    tags = request.profile.format == "tags"
+    bare = layout.tags(request.prompt, []) if tags else layout.prompt_sentence(request.prompt)
     return {_key(f) for f in _assessed(request, bare).findings} if bare else set()
 
 

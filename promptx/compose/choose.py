@@ -177,9 +177,13 @@ class Chooser:
         if not contexts or part not in self.book.parts:
             return None
         phrases = self.book.part(part)
-        allowed = lambda ps: [p for p in fitting(ps, self.cues) if not banned & _words_of(p)]
-        specific = allowed(phrases.for_contexts(contexts[:1]))
-        return self._slot(part, frame, specific if len(specific) >= CANDIDATES else allowed(phrases.for_contexts(contexts)))
+        specific = self._allowed(phrases.for_contexts(contexts[:1]), banned)
+        if len(specific) < CANDIDATES:
+            specific = self._allowed(phrases.for_contexts(contexts), banned)
+        return self._slot(part, frame, specific)
+
+    def _allowed(self, phrases: list[str], banned: frozenset[str]) -> list[str]:
+        return [p for p in fitting(phrases, self.cues) if not banned & _words_of(p)]
 
     def phrases(self, part: str, frame: str, phrases: list[str]) -> Slot | None:
         """A slot of given phrases (an action's), less those that could contradict the prompt."""

@@ -113,7 +113,8 @@ def _banned(part: str, profile: Profile, chooser: Chooser, mentions: list[Mentio
             banned |= set(words["only_for_food_shot"])
     if part == "composition":
         banned |= set(words["not_in_composition"]) | set(words["focus"])
-    if part in ("background", "composition", "quality_tags") and (chooser.cues.medium or "photo") not in ("photo", "bw"):
+    drawn_medium = (chooser.cues.medium or "photo") not in ("photo", "bw")
+    if part in ("background", "composition", "quality_tags") and drawn_medium:
         banned |= set(words["photographic"])
     return frozenset(banned)
 
