@@ -101,7 +101,12 @@ class Enhancer:
     def profile(self, target: str | Profile) -> Profile:
         """The profile named ``target`` (or alias); a Profile is taken as it is (e.g. one whose
         budget a diffusers pipeline narrowed)."""
-        return target if isinstance(target, Profile) else self.registry.get(target)
+        if isinstance(target, Profile):
+            return target
+        if not isinstance(target, str):
+            raise InvalidInputError(f"target must be a target name (a string) or a Profile, "
+                                    f"not {type(target).__name__}")
+        return self.registry.get(target)
 
     # -- public API -------------------------------------------------------------------------
     def enhance(self, prompt: str | None, target: str | Profile = "video", **options) -> EnhancedPrompt:
@@ -119,9 +124,11 @@ class Enhancer:
         """
         if batch_size < 1:
             raise InvalidInputError(f"batch_size must be >= 1, not {batch_size}")
+        if isinstance(prompts, (str, bytes)):
+            raise InvalidInputError("enhance_many takes a list of prompts, not one string (use enhance)")
         self._refuse_inside_stream()
         prompts = list(prompts)
-        requests = [self._request(p, target, options) for p in prompts]   # validate all first
+        requests = [self._checked_request(i, p, target, options) for i, p in enumerate(prompts)]   # all first
         results = []
         with self._lock, _progress(len(requests), progress) as bar:
             for start in range(0, len(requests), batch_size):
@@ -177,10 +184,17 @@ class Enhancer:
         with self._lock:
             return self.backend.score_phrases(prompt, options)
 
+    def _checked_request(self, index: int, prompt, target, options: dict) -> EnhanceRequest:
+        """The request of one item of a batch; a bad item is named by its position."""
+        try:
+            return self._request(prompt, target, options)
+        except InvalidInputError as exc:
+            raise type(exc)(f"prompt {index}: {exc}") from None
+
     def _first_attempts(self, requests: list[EnhanceRequest], seeds: list[list[int]]) -> list[GenerationOutput | None]:
         """The first attempt of every request in one batched decode, where the backend batches."""
         todo = [(r, s[0]) for r, s in zip(requests, seeds) if not r.skip_reason and not _is_structured(r)]
-        if not self.backend.batches or len(todo) < 2:
+        if len(todo) < 2 or not self.backend.batches:        # light and medium decode nothing
             return [None] * len(requests)
         requests_ = [(_messages(r, self.backend), self._options(r, seed)) for r, seed in todo]
         outputs = iter(self.backend.generate_many(requests_))

@@ -18,6 +18,9 @@ from typing import Any, Mapping
 from .errors import InvalidInputError
 
 
+#: the largest seed: retries use the next seeds, and the samplers take 63-bit seeds
+MAX_SEED = 2**62
+
 #: how much an enhancement adds: "light" the user's words and vetted phrases chosen without the
 #: model; "medium" vetted phrases ranked by the model's likelihood; "full" free prose by the model
 STRENGTHS = ("light", "medium", "full")
@@ -46,8 +49,8 @@ class EnhanceOptions:
             raise InvalidInputError("temperature must be between 0 and 2")
         if self.max_new_tokens is not None and not (_is_int(self.max_new_tokens) and 1 <= self.max_new_tokens <= 4096):
             raise InvalidInputError("max_new_tokens must be between 1 and 4096")
-        if self.seed is not None and not (_is_int(self.seed) and self.seed >= 0):
-            raise InvalidInputError("seed must be a non-negative integer")
+        if self.seed is not None and not (_is_int(self.seed) and 0 <= self.seed <= MAX_SEED):
+            raise InvalidInputError(f"seed must be a non-negative integer up to {MAX_SEED}")
         if self.style is not None and not isinstance(self.style, str):
             raise InvalidInputError("style must be a string")
         if self.system_prompt is not None and not isinstance(self.system_prompt, str):

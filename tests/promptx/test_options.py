@@ -17,6 +17,7 @@ from promptx.request import EnhanceRequest
     ({"max_new_tokens": 12.5}, "max_new_tokens must be between 1 and 4096"),
     ({"seed": -1}, "seed must be a non-negative integer"),
     ({"seed": True}, "seed must be a non-negative integer"),
+    ({"seed": 2**63}, "seed must be a non-negative integer up to"),
     ({"caption": 7}, "caption must be a string"),
     ({"style": ["cinematic"]}, "style must be a string"),
 ])
@@ -49,3 +50,21 @@ def test_the_request_resolves_open_options_from_the_profile():
     assert request.seed == 5 and request.speculative is True
     fixed = EnhanceRequest.build(profile, "a cat", EnhanceOptions(temperature=0.0, max_new_tokens=12, speculative=False))
     assert (fixed.temperature, fixed.max_new_tokens, fixed.speculative) == (0.0, 12, False)
+
+
+@pytest.mark.parametrize("target", [None, 5, ["video"]])
+def test_a_target_that_is_no_name_is_a_typed_error(target):
+    with pytest.raises(InvalidInputError, match="target must be a target name"):
+        Enhancer(quiet=True).enhance("a cat", target)
+
+
+def test_enhance_many_refuses_one_string_and_names_a_bad_item():
+    enhancer = Enhancer(quiet=True, strength="light")
+    with pytest.raises(InvalidInputError, match="a list of prompts, not one string"):
+        enhancer.enhance_many("a cat", "video")
+    with pytest.raises(InvalidInputError, match="prompt 1: prompt is empty"):
+        enhancer.enhance_many(["a cat", "  ", "a dog"], "video")
+    with pytest.raises(InvalidInputError, match="prompt 2: prompt must be a string"):
+        enhancer.enhance_many(["a cat", "a dog", 7], "video")
+    assert [r.original_prompt for r in enhancer.enhance_many(["a cat", "a dog"], "video")] == ["a cat", "a dog"]
+    assert enhancer._backend is None                       # light loads no model, in a batch either
