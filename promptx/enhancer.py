@@ -169,9 +169,8 @@ class Enhancer:
         return "light" if embedded and self._model is None and self._drafter is None else "full"
 
     def _structured(self, request: EnhanceRequest) -> EnhancedPrompt:
-        """A light or medium enhancement (``promptx.structured``): light never loads the model."""
-        if request.profile.compose is None:
-            raise InvalidInputError(f"{request.profile.name} has no structured layout: use strength='full'")
+        """A light or medium enhancement (``promptx.structured``): light never loads the model. A
+        target without a structured layout is refused by ``compose``."""
         scorer = None
         if request.strength == "medium" and self.backend.scores_phrases:
             scorer = self._locked_scorer

@@ -118,12 +118,10 @@ class EmbeddedBackend(Backend):
         rare one either (full pointwise mutual information favoured odd phrases: docs/quality.md)."""
         if not options:
             return []
-        from engine.decode.scoring import ScoringGroup
-
         missing = [o for o in dict.fromkeys(options) if o not in self._phrase_prior]
-        groups = [self._group(prompt.strip() or _NEUTRAL_PROMPT, options, ScoringGroup)]
+        groups = [self._group(prompt.strip() or _NEUTRAL_PROMPT, options)]
         if missing:
-            groups.append(self._group(_NEUTRAL_PROMPT, missing, ScoringGroup))
+            groups.append(self._group(_NEUTRAL_PROMPT, missing))
         try:
             scored = self.generator.score(groups)
         except (RuntimeError, ValueError) as exc:
@@ -132,11 +130,14 @@ class EmbeddedBackend(Backend):
             self._phrase_prior.update(zip(missing, (s.mean for s in scored[1])))
         return [s.mean - PRIOR_WEIGHT * self._phrase_prior[o] for s, o in zip(scored[0], options)]
 
-    def _group(self, prompt: str, options: list[tuple[str, str]], group_type):
+    def _group(self, prompt: str, options: list[tuple[str, str]]):
+        """The prompt and each (frame, phrase) as token ids, only the phrase's tokens scored."""
+        from engine.decode.scoring import ScoringGroup
+
         encode = self.generator.tokenizer.encode
         frames = [encode(f" {frame}") if frame else [] for frame, _ in options]
         phrases = [encode(f" {phrase}") for _, phrase in options]
-        return group_type(encode(prompt), [f + p for f, p in zip(frames, phrases)], [len(f) for f in frames])
+        return ScoringGroup(encode(prompt), [f + p for f, p in zip(frames, phrases)], [len(f) for f in frames])
 
     def generate_many(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
         """Decode several requests in one batch (speculative when a drafter is attached); requests

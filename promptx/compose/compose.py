@@ -17,7 +17,7 @@ from . import layout
 from .choose import MAX_SUBJECTS, Chooser, Choice, Scorer, Slot, fitting, part_contexts
 from .cues import read_cues
 from .phrases import PhraseBook, phrase_book
-from .subjects import Mention, find_action, find_subjects, thing_words
+from .subjects import Mention, find_action, find_subjects
 
 KEEP_ASPECTS = ("identity", "composition", "background", "lighting", "style", "colours")
 KEEP_SAID = 2
@@ -42,7 +42,7 @@ def compose(prompt: str, profile: Profile, *, seed: int = 0, scorer: Scorer | No
         raise InvalidInputError(f"{profile.name} has no structured layout; use strength='full'")
     book = book or phrase_book()
     asked = f"{prompt}. {style.replace('-', ' ')} style" if style else prompt
-    cues = read_cues(asked, book.cues, thing_words(book))
+    cues = read_cues(asked, book.cues, book.thing_words)
     mentions = find_subjects(prompt, book)
     chooser = Chooser(book, prompt, cues, seed, scorer, avoid)
     slots = [(part, s) for part, s in _slots(profile, chooser, mentions) if part not in without]
@@ -151,37 +151,29 @@ def _fitted(prompt: str, profile: Profile, chosen: list[tuple[str, object]],
             fits: Callable[[str], bool] | None) -> Composition:
     """The text, with the least important parts dropped until it fits the budget."""
     budget = profile.length.max_words
+    rank = {p: i for i, p in enumerate(layout.DROP_ORDER)}
     while True:
         text, added = _written(prompt, profile, chosen)
         if not chosen or count_words(text) <= budget and (fits is None or fits(text)):
             return Composition(text, added)
-        rank = {p: i for i, p in enumerate(layout.DROP_ORDER)}
         worst = min(range(len(chosen)), key=lambda i: (rank.get(chosen[i][0], 99), -i))
         chosen = chosen[:worst] + chosen[worst + 1:]
 
 
 def _written(prompt: str, profile: Profile, chosen: list[tuple[str, object]]) -> tuple[str, dict[str, str]]:
+    """The text of the chosen parts in the layout's order, and what each part added."""
+    order = {part: i for i, part in enumerate(profile.compose.parts)}
+    said = sorted(chosen, key=lambda item: order[item[0]])       # stable: a part's subjects keep their order
     added: dict[str, str] = {}
-    pieces: list[str] = []
-    for part in profile.compose.parts:
-        if part == "prompt":
-            pieces.append(("prompt", prompt))
-            continue
-        for name, item in chosen:
-            if name == part:
-                pieces.append((name, item))
     if profile.format == "tags":
-        phrases = [item.phrase for name, item in pieces if name != "prompt"]
-        for name, item in pieces:
-            if name != "prompt":
-                added[name] = ", ".join(filter(None, [added.get(name), item.phrase]))
-        return layout.tags(prompt, phrases), added
+        for name, item in said:
+            added[name] = ", ".join(filter(None, [added.get(name), item.phrase]))
+        return layout.tags(prompt, [item.phrase for _, item in said]), added
     sentences = []
-    for name, item in pieces:
-        if name == "prompt":
-            sentences.append(layout.prompt_sentence(prompt))
-            continue
-        said_text = layout.keep_sentence(item) if name == "keep" else layout.sentence(item)
-        sentences.append(said_text)
-        added[name] = " ".join(filter(None, [added.get(name), said_text]))
-    return " ".join(s for s in sentences if s), added
+    for name, item in said:
+        sentence = layout.keep_sentence(item) if name == "keep" else layout.sentence(item)
+        sentences.append(sentence)
+        added[name] = " ".join(filter(None, [added.get(name), sentence]))
+    opening = layout.prompt_sentence(prompt)
+    at = sum(order[name] < order["prompt"] for name, _ in said)       # parts said before the user's words
+    return " ".join(filter(None, sentences[:at] + [opening] + sentences[at:])), added

@@ -49,26 +49,27 @@ def read_cues(prompt: str, cue_lists: dict, things: frozenset[str] = frozenset()
     if scene == "indoor" and says_any(text, words["open_air"]):
         scene = "outdoor"                  # "outside the shop"
     edit = cue_lists["edit"]
+    colour = has_colour(prompt)
     return Cues(
         scene=scene,
         medium=family, narrow_medium=narrow,
         other_style=family is None and says_any(text, medium["other"]["words"]),
         says_light=says_any(text, words["light"]), says_camera=says_any(text, words["camera"]),
         says_shot=says_any(text, words["shot"]), monochrome=says_any(text, words["monochrome"]),
-        names_colour=has_colour(prompt), names_material=has_material(prompt, words["extra_materials"]),
+        names_colour=colour, names_material=has_material(prompt, words["extra_materials"]),
         moving=says_any(text, words["moving"]) or _has_ing_verb(text), still=says_any(text, words["still"]),
         group=says_any(text, words["group"]),
-        edit_touches=_edit_touches(text, edit, prompt),
+        edit_touches=_edit_touches(text, edit, colour),
         about_person=says_any(text, edit["person"]),
         names_place=_names_place(text.split(), words, things),
     )
 
 
-def _edit_touches(text: str, edit: dict, prompt: str) -> frozenset[str]:
+def _edit_touches(text: str, edit: dict, names_colour: bool) -> frozenset[str]:
     """The keep-contexts an edit touches; a change of light or a colour changes the colours too,
     and a change of style ("into an oil painting") every surface, the background included."""
     touched = {k for k, cues in edit.items() if k not in ("person", "transform") and says_any(text, cues)}
-    if "lighting" in touched or has_colour(prompt):
+    if "lighting" in touched or names_colour:
         touched.add("colours")
     if "style" in touched:
         touched |= {"background", "lighting", "colours"}

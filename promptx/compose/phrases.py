@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from ..errors import PromptxError
@@ -90,6 +90,23 @@ class PhraseBook:
     subjects: dict[str, Subject]
     cues: dict = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)     # by each of its forms
+
+    @cached_property
+    def subject_forms(self) -> dict[str, tuple[Subject, bool]]:
+        """Each subject's singular and plural form -> (subject, is plural)."""
+        forms: dict[str, tuple[Subject, bool]] = {}
+        for subject in self.subjects.values():
+            # a noun that is plural already ("headphones", "scissors") takes "have"
+            always_plural = subject.plural == subject.noun and subject.noun.endswith("s")
+            forms.setdefault(subject.plural, (subject, subject.plural != subject.noun or always_plural))
+            forms[subject.noun] = (subject, always_plural)
+        return forms
+
+    @cached_property
+    def thing_words(self) -> frozenset[str]:
+        """Every word of the known subjects that are not places (their nouns and plurals)."""
+        return frozenset(w for form, (subject, _) in self.subject_forms.items() if subject.kind != "place"
+                         for w in form.split())
 
     def part(self, name: str) -> PartPhrases:
         return self.parts[name]

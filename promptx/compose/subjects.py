@@ -38,7 +38,7 @@ class Mention:
 def find_subjects(prompt: str, book: PhraseBook) -> list[Mention]:
     """The known subjects of ``prompt`` in order, each once; a clause (between punctuation) is
     read on its own, so "Vase, pan right" names a vase, not a "vase pan"."""
-    forms = _forms(id(book), book)
+    forms = book.subject_forms
     words_lists = book.cues.get("words", {})
     describing = frozenset(words_lists.get("describing_nouns", ()))
     containers = frozenset(words_lists.get("containers", ()))
@@ -129,28 +129,6 @@ def _modifies_next(words: list[str], after: int, forms: dict) -> bool:
         return True                    # "chicken pho": a dish the lexicon does not know, made of chicken
     lemma = lex.noun_lemma(following)
     return lemma is not None and lex.is_noun(lemma) and not lex.mostly_verb(lemma) and not following.endswith("ing")
-
-
-_FORMS: dict[int, dict[str, tuple[Subject, bool]]] = {}
-
-
-def _forms(key: int, book: PhraseBook) -> dict[str, tuple[Subject, bool]]:
-    """Each subject's singular and plural form -> (subject, is plural)."""
-    if key not in _FORMS:
-        forms: dict[str, tuple[Subject, bool]] = {}
-        for subject in book.subjects.values():
-            # a noun that is plural already ("headphones", "scissors") takes "have"
-            always_plural = subject.plural == subject.noun and subject.noun.endswith("s")
-            forms.setdefault(subject.plural, (subject, subject.plural != subject.noun or always_plural))
-            forms[subject.noun] = (subject, always_plural)
-        _FORMS[key] = forms
-    return _FORMS[key]
-
-
-def thing_words(book: PhraseBook) -> frozenset[str]:
-    """Every word of the known subjects that are not places (their nouns and plurals)."""
-    return frozenset(w for form, (subject, _) in _forms(id(book), book).items() if subject.kind != "place"
-                     for w in form.split())
 
 
 def find_action(prompt: str, book: PhraseBook):
