@@ -40,6 +40,8 @@ DEFAULT_RETRIES = 2
 # clean-up counts (after stripping preambles and markdown), and clean-up keeps whole sentences
 # within max_words, so one word past it shows whether the last sentence fits: more is waste
 WORD_MARGIN = 1
+# finish reasons of a generation stopped by a budget: its last sentence is unfinished
+CUT_OFF = ("length", "budget")
 
 
 class Enhancer:
@@ -234,7 +236,8 @@ class Enhancer:
             else:
                 output = self.generate(chat, self._options(req, seed))
             totals.add(output)
-            text, assessment = self._postprocess(req, _joined(req.opening, output.text))
+            text, assessment = self._postprocess(req, _joined(req.opening, output.text),
+                                                 cut_off=output.finish_reason in CUT_OFF)
             if assessment.passed:
                 stats = totals.stats(self.backend, attempt + 1, output)
                 return req.result(text, self._counted(stats, req, text), assessment)
@@ -277,7 +280,7 @@ class Enhancer:
             finally:
                 run.close()
 
-    def _postprocess(self, request: EnhanceRequest, raw: str) -> tuple[str, Assessment]:
+    def _postprocess(self, request: EnhanceRequest, raw: str, *, cut_off: bool = False) -> tuple[str, Assessment]:
         """The cleaned text and its assessment; a text that fails only because of a few
         sentences (one that talks to the user, adds a subject) passes without them, and one
         that only lost the prompt's camera move passes with a sentence that makes it; a view the
@@ -285,7 +288,7 @@ class Enhancer:
         budget = request.profile.length
         cleaned = clean_output(raw, fmt=request.profile.format, max_words=budget.max_words,
                                max_encoder_tokens=budget.max_encoder_tokens, encoder=budget.encoder,
-                               counter=self._counter(request), keep_start=request.opening)
+                               counter=self._counter(request), keep_start=request.opening, cut_off=cut_off)
         text = cleaned.text if request.profile.format == "tags" else say_asked_view(request.prompt, cleaned.text)
         assessment = self._assess(request, text)
         if not assessment.passed and request.profile.format != "tags":
@@ -379,25 +382,46 @@ def _joined(opening: str, continuation: str) -> str:
     return opening + continuation
 
 
+class StreamRevision(str):
+    """The last item of an ``EnhanceStream`` whose final text is not what its deltas spelled:
+    the whole final text, which replaces everything shown before it."""
+
+
 class EnhanceStream:
     """Text deltas of the first attempt as they come; ``result`` once iteration ends.
 
-    Leaving the loop early (``break``, closing the iterator) stops the decode at once and
-    frees the model for the next call; ``result`` then stays None."""
+    The deltas are the model's raw words. When the final text differs from them (the attempt
+    was rejected and another one or the original prompt stands, or clean-up changed it), the
+    last item is a ``StreamRevision`` holding the whole final text, and ``revised`` is True:
+    show it in place of what came before. Leaving the loop early (``break``, closing the
+    iterator) stops the decode at once and frees the model for the next call; ``result``
+    then stays None."""
 
     def __init__(self, enhancer: Enhancer, request: EnhanceRequest) -> None:
         self._enhancer, self._request = enhancer, request
         self.result: EnhancedPrompt | None = None
+        self.revised = False
 
     def __iter__(self) -> Iterator[str]:
         enhancer, me = self._enhancer, threading.get_ident()
         enhancer._refuse_inside_stream()
         with enhancer._lock:
             enhancer._streaming.add(me)
+            shown: list[str] = []
+            attempts = enhancer._attempts(self._request, stream=True)
             try:
-                self.result = yield from enhancer._attempts(self._request, stream=True)
+                while True:
+                    delta = next(attempts)
+                    shown.append(delta)
+                    yield delta
+            except StopIteration as done:
+                self.result = done.value
             finally:
+                attempts.close()
                 enhancer._streaming.discard(me)
+        if " ".join("".join(shown).split()) != " ".join(self.result.text.split()):
+            self.revised = True
+            yield StreamRevision(self.result.text)
 
 
 def _result_of(attempts: Generator[str, None, EnhancedPrompt]) -> EnhancedPrompt:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
 from .errors import InvalidInputError
+from .profiles.render import renders_language
 
 
 #: the largest seed: retries use the next seeds, and the samplers take 63-bit seeds
@@ -55,6 +56,13 @@ class EnhanceOptions:
             raise InvalidInputError("style must be a string")
         if self.system_prompt is not None and not isinstance(self.system_prompt, str):
             raise InvalidInputError("system_prompt must be a string")
+        if self.language is not None and not (isinstance(self.language, str) and renders_language(self.language)):
+            raise InvalidInputError(f"unknown language {self.language!r}; use 'en', 'keep', a language code "
+                                    "such as 'es' or 'pt-BR', or a language's name ('german')")
+        for name in ("force", "constrain", "speculative"):
+            value = getattr(self, name)
+            if not isinstance(value, bool) and not (value is None and name == "speculative"):
+                raise InvalidInputError(f"{name} must be true or false, not {value!r}")
         if self.strength is not None and self.strength not in STRENGTHS:
             raise InvalidInputError(f"strength must be one of {', '.join(STRENGTHS)}, not {self.strength!r}")
 

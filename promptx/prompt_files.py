@@ -13,9 +13,12 @@ Three formats, told apart by ``detect_format`` (or chosen explicitly):
   non-empty list of strings) and ``category``; only the first turn is used,
   sent as raw chat without an enhancement template.
 
-This module only parses: it does not resolve targets, load images or
-tokenize (``promptx.cli.bench`` does). Malformed input raises
-``InvalidInputError`` naming the file and line.
+A UTF-8 byte order mark at the start of a file is dropped. This module only
+parses: it does not resolve targets, load images or tokenize
+(``promptx.cli.bench`` does). Malformed input raises ``InvalidInputError``
+naming the file and line; ``read_batch_file`` (``promptx enhance --file``)
+instead returns a ``BadLine`` for each line that cannot be used, and also
+refuses fields a JSONL row does not have (``ROW_FIELDS``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ from .errors import InvalidInputError
 FORMATS = ("text", "jsonl", "specbench")
 JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
-__all__ = ["FORMATS", "PromptSpec", "detect_format", "read_prompt_file"]
+#: the fields of a promptx JSONL row in a batch file (``read_batch_file`` refuses any other)
+ROW_FIELDS = ("prompt", "task", "target", "image", "caption", "id")
+
+__all__ = ["FORMATS", "ROW_FIELDS", "BadLine", "PromptSpec", "detect_format", "read_batch_file", "read_prompt_file"]
 
 
 @dataclass(frozen=True)
@@ -47,13 +53,23 @@ class PromptSpec:
     line: int = 0                  # 1-based line number in the file
 
 
+@dataclass(frozen=True)
+class BadLine:
+    """A line of a batch file that cannot be used, and why."""
+
+    line: int                      # 1-based line number in the file
+    id: str | None                 # the line's own id where it could be read; None = its line number
+    message: str                   # "file:line: what is wrong"
+
+
 def _lines(path: Path) -> list[tuple[int, str]]:
-    """(1-based line number, stripped text) for every non-blank line."""
+    """(1-based line number, stripped text) for every non-blank line. Lines end at a newline only
+    (not at U+2028 and the like, which a JSON string holds as they are)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read prompt file {path}: {exc}") from None
-    lines = [(n, line.strip()) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = [(n, line.strip()) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
     if not lines:
         raise InvalidInputError(f"{path}: the prompt file holds no prompts")
     return lines
@@ -73,10 +89,24 @@ def detect_format(path: str | Path) -> str:
     """``text`` unless the name ends in .jsonl/.json/.ndjson; then ``specbench`` when the
     first object has ``turns``, else ``jsonl``."""
     path = Path(path)
-    if path.suffix.lower() not in JSON_SUFFIXES:
+    return _detected(path, _lines(path) if _is_json(path) else [])
+
+
+def _is_json(path: Path) -> bool:
+    return path.suffix.lower() in JSON_SUFFIXES
+
+
+def _detected(path: Path, lines: list[tuple[int, str]], *, tolerant: bool = False) -> str:
+    """``detect_format`` of a file whose lines are read; ``tolerant``: a first line that is not a
+    JSON object makes a JSON file ``jsonl`` (instead of an error)."""
+    if not _is_json(path):
         return "text"
-    lineno, line = _lines(path)[0]
-    return "specbench" if "turns" in _json_object(path, lineno, line) else "jsonl"
+    try:
+        return "specbench" if "turns" in _json_object(path, *lines[0]) else "jsonl"
+    except InvalidInputError:
+        if not tolerant:
+            raise
+        return "jsonl"
 
 
 def _optional_str(path: Path, lineno: int, obj: dict, key: str) -> str | None:
@@ -93,7 +123,20 @@ def _text_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
 
 
 def _jsonl_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
+    return _prompt_of(path, lineno, _json_object(path, lineno, line))
+
+
+def _batch_row(path: Path, lineno: int, line: str) -> PromptSpec:
+    """A JSONL line of a batch file: a promptx row with no field but ``ROW_FIELDS``."""
     obj = _json_object(path, lineno, line)
+    unknown = sorted(set(obj) - set(ROW_FIELDS))
+    if unknown:
+        raise InvalidInputError(f"{path}:{lineno}: unknown field{'s' if len(unknown) > 1 else ''} "
+                                f"{', '.join(map(repr, unknown))}; a row has: {', '.join(ROW_FIELDS)}")
+    return _prompt_of(path, lineno, obj)
+
+
+def _prompt_of(path: Path, lineno: int, obj: dict) -> PromptSpec:
     if "turns" in obj:
         raise InvalidInputError(f"{path}:{lineno}: a Spec-Bench line ('turns') in a promptx JSONL file")
     prompt = obj.get("prompt")
@@ -139,11 +182,40 @@ def read_prompt_file(path: str | Path, fmt: str = "auto", *, limit: int | None =
     ``limit`` keeps the first prompts only; lines after them are not parsed.
     """
     path = Path(path)
-    if fmt == "auto":
-        fmt = detect_format(path)
-    if fmt not in _PARSERS:
+    if fmt != "auto" and fmt not in _PARSERS:
         raise InvalidInputError(f"unknown prompt file format {fmt!r}; use auto, {', '.join(FORMATS)}")
     if limit is not None and limit < 1:
         raise InvalidInputError(f"the number of prompts must be >= 1, not {limit}")
-    lines = _lines(path)[:limit]
-    return [_PARSERS[fmt](path, lineno, line) for lineno, line in lines]
+    lines = _lines(path)
+    if fmt == "auto":
+        fmt = _detected(path, lines)
+    return [_PARSERS[fmt](path, lineno, line) for lineno, line in lines[:limit]]
+
+
+def read_batch_file(path: str | Path) -> list[PromptSpec | BadLine]:
+    """The rows of a batch file (``text`` or promptx ``jsonl``, told apart as ``detect_format``
+    does), each a ``PromptSpec`` or, where the line cannot be used, a ``BadLine``. What makes
+    the whole file unusable (unreadable, empty, a Spec-Bench file) raises ``InvalidInputError``."""
+    path = Path(path)
+    lines = _lines(path)
+    fmt = _detected(path, lines, tolerant=True)
+    if fmt == "specbench":
+        raise InvalidInputError(f"{path}: a Spec-Bench file holds questions, not prompts to enhance")
+    parse = _batch_row if fmt == "jsonl" else _text_prompt
+    return [_usable(parse, path, lineno, line) for lineno, line in lines]
+
+
+def _usable(parse, path: Path, lineno: int, line: str) -> PromptSpec | BadLine:
+    try:
+        return parse(path, lineno, line)
+    except InvalidInputError as exc:
+        return BadLine(line=lineno, id=_readable_id(path, lineno, line), message=str(exc))
+
+
+def _readable_id(path: Path, lineno: int, line: str) -> str | None:
+    """The ``id`` of a line that is a JSON object with a usable id, else None."""
+    try:
+        obj = json.loads(line)
+        return _row_id(path, lineno, obj) if isinstance(obj, dict) else None
+    except (json.JSONDecodeError, InvalidInputError):
+        return None

@@ -7,7 +7,8 @@ comes back with its columns and ``enhanced`` (the text, None for an input error)
 ``negative_prompt``, ``fallback``, ``error`` and ``promptx`` (the whole output line as JSON:
 ``{"id", <EnhancedPrompt fields>}`` or ``{"id", "error"}``). ``enhance_file_on_ray`` is the
 command line's ``--ray``: the rows of a prompt file not yet in the output, their lines
-appended as they return, so a crash or Ctrl-C loses nothing written and a rerun resumes.
+appended as they return, so a crash or Ctrl-C loses nothing written and a rerun resumes; rows
+whose line cannot be used are written as error lines by the driver, never sent to a worker.
 
 Ray is an extra (``pip install 'promptx[ray]'``), imported only when called.
 Not here: what one row becomes (``batch_run``), the model (``Enhancer``).
@@ -21,9 +22,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .batch_run import BatchRow, BatchSummary, ResultLog, outcome_of, run_batch
+from .batch_run import (BatchRow, BatchSummary, LineSink, ResultLog, check_run, outcome_of, pending, run_batch,
+                        unusable_line)
 from .errors import InvalidInputError
-from .options import EnhanceOptions
 from .prompt_files import PromptSpec
 
 __all__ = ["EnhanceWorker", "enhance_dataset", "enhance_file_on_ray", "require_ray", "start_quietly_at_full_priority"]
@@ -109,20 +110,28 @@ def enhance_dataset(ds, target: str = "video", *, workers: int = 1, cpus_per_wor
     decode ``batch_size`` rows together. ``options`` are ``promptx.options.EnhanceOptions``'s
     (seed, temperature, style, ...)."""
     ray = require_ray()
-    EnhanceOptions.of(options)            # a wrong option fails here, not in every row
+    enhancer_options = {"quiet": True, **dict(enhancer_options or {})}
+    check_target(target, options, enhancer_options)
     if workers < 1 or batch_size < 1:
         raise InvalidInputError("workers and batch_size must be >= 1")
     if prompt_column not in ds.columns():
         raise InvalidInputError(f"the dataset has no {prompt_column!r} column (columns: {ds.columns()})")
     total = ray.cluster_resources().get("CPU") if ray.is_initialized() else None   # else Ray starts locally
     cpus = cpus_per_worker or max(1, int(total or os.cpu_count() or 1) // workers)
-    enhancer_options = {"quiet": True, **dict(enhancer_options or {})}
     return ds.map_batches(EnhanceWorker, fn_constructor_kwargs=dict(target=target, options=options,
                                                                     enhancer_options=enhancer_options,
                                                                     prompt_column=prompt_column),
                           batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=workers),
                           num_cpus=cpus, num_gpus=gpus_per_worker,
                           batch_format="numpy", runtime_env={"env_vars": {"OMP_NUM_THREADS": str(max(1, int(cpus)))}})
+
+
+def check_target(target: str, options: Mapping[str, Any], enhancer_options: Mapping[str, Any] | None) -> None:
+    """``batch_run.check_run`` against the templates the workers will have: what would fail in
+    every row fails here, once."""
+    from .profiles.registry import registry_for
+
+    check_run(registry_for((enhancer_options or {}).get("templates_dir")).get, target, options)
 
 
 def start_quietly_at_full_priority() -> None:
@@ -150,10 +159,15 @@ def enhance_file_on_ray(rows: Iterable[BatchRow], log: ResultLog | None, target:
     each returned batch appended to ``log`` (and/or passed to ``emit``) as it arrives."""
     ray = require_ray()
     rows = list(rows)
-    todo = [row for row in rows if log is None or row.id not in log.done]
-    summary = BatchSummary(skipped=len(rows) - len(todo))
+    check_target(target, options, enhancer_options)
+    todo = pending(rows, log)
+    sink = LineSink(log, emit, on_row, BatchSummary(skipped=len(rows) - len(todo)))
+    unusable = [row for row in todo if row.spec is None]
+    if unusable:
+        sink.write([row.id for row in unusable], [unusable_line(row) for row in unusable], ["failed"] * len(unusable))
+    todo = [row for row in todo if row.spec is not None]
     if not todo:
-        return summary
+        return sink.summary
     if not ray.is_initialized():
         start_quietly_at_full_priority()
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
@@ -168,15 +182,10 @@ def enhance_file_on_ray(rows: Iterable[BatchRow], log: ResultLog | None, target:
                              **options)
     for batch in mapped.iter_batches(batch_size=None, batch_format="numpy"):
         lines = [str(line) for line in batch["promptx"]]
-        if log is not None:
-            log.append(lines)
-            log.done.update(str(i) for i in batch["id"])
-        for line in lines:
-            parsed = json.loads(line)
-            kind = "failed" if "error" in parsed else outcome_of(parsed.get("fallback"), parsed.get("skipped"))
-            setattr(summary, kind, getattr(summary, kind) + 1)
-            if emit is not None:
-                emit(line)
-            if on_row is not None:
-                on_row()
-    return summary
+        sink.write([str(i) for i in batch["id"]], lines, [_kind(json.loads(line)) for line in lines])
+    return sink.summary
+
+
+def _kind(parsed: dict) -> str:
+    """The ``BatchSummary`` field of an output line."""
+    return "failed" if "error" in parsed else outcome_of(parsed.get("fallback"), parsed.get("skipped"))

@@ -16,17 +16,19 @@ from functools import cached_property
 from typing import Any
 
 from .errors import InvalidInputError
+from .languages import describe_language, identify_language
 from .options import EnhanceOptions
+from .profiles.render import renders_language
 from .profiles.schema import Profile, count_words
 from .result import EnhancedPrompt, EnhanceStats
-from .text.language import detect_language, latin_foreign
+from .text.language import has_cjk
+from .text.markup import strip_markup
 
 MAX_PROMPT_CHARS = 20_000
 # what opens a short prompt's framed answer, by task: the model writes about the user's words
 # instead of continuing them ("Bond" -> "Bondage") or ignoring a lone abstract word or number
 _FRAMES = {"t2i": "A picture of", "t2v": "A video of"}
 _LONE_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-_LANGUAGE_NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean"}
 
 
 @dataclass
@@ -50,6 +52,7 @@ class EnhanceRequest:
     encoder_counter: Any = None   # a promptx.text.encoder_count.EncoderCounter for the budget
     model_languages: frozenset[str] | None = None   # what the model can enhance (None: any)
     strength: str | None = None   # "light", "medium", "full"; None: the Enhancer's default
+    source_language: str = "en"   # what the prompt is written in (``promptx.languages`` code)
 
     @cached_property
     def constraint(self):
@@ -69,7 +72,7 @@ class EnhanceRequest:
         if (not self.continue_answer or self.profile.opening == "free" or not self.prompt
                 or self.profile.format == "tags"):
             return ""
-        if self.wants_english and detect_language(self.prompt) != "en" and _has_letters(self.prompt):
+        if self.wants_english and self.source_language not in ("en", "other") and _has_letters(self.prompt):
             return ""                     # a translated answer cannot start with the original words
         text = self.prompt.rstrip(" .,;:!")
         if self.profile.opening == "frame":
@@ -92,10 +95,10 @@ class EnhanceRequest:
             raise InvalidInputError(f"unknown style {o.style!r} for {profile.name}; "
                                     f"choose from: {', '.join(sorted(profile.styles)) or 'none'}")
         wants_english = _wants_english(profile, o.language)
-        source_lang = detect_language(text) if text else "en"
+        source = identify_language(text) if text else "en"
         return cls(profile=profile, prompt=text, image_facts=facts, caption=o.caption.strip() if o.caption else None,
-                   style=o.style or profile.default_style,
-                   language="en" if wants_english else (o.language or source_lang),
+                   style=o.style or profile.default_style, source_language=source,
+                   language="en" if wants_english else (o.language or _written_in(source)),
                    wants_english=wants_english, seed=o.seed,
                    temperature=profile.temperature if o.temperature is None else o.temperature,
                    max_new_tokens=o.max_new_tokens or profile.max_new_tokens, force=o.force,
@@ -106,6 +109,8 @@ class EnhanceRequest:
     @property
     def skip_reason(self) -> str | None:
         """Why the prompt is returned unchanged without asking the model (None: it is enhanced)."""
+        if self.prompt and not _has_words(self.prompt):
+            return "the prompt has no words to enhance (a single character, emoji or punctuation)"
         if not self.profile.should_enhance(self.prompt, force=self.force):
             return (f"the prompt already has {count_words(self.prompt)} words (more than "
                     f"{self.profile.enhance_threshold_words}); pass force=True to enhance it anyway")
@@ -116,14 +121,12 @@ class EnhanceRequest:
         language it does not read writes about something else (docs/quality.md)."""
         if self.model_languages is None or not _has_letters(self.prompt):
             return None
-        code = detect_language(self.prompt)
-        if code == "en" and latin_foreign(self.prompt):       # "un chat sur une planche"
-            code = "other"
+        code = self.source_language
         if code in self.model_languages:
             return None
-        known = " and ".join(_LANGUAGE_NAMES.get(c, c) for c in sorted(self.model_languages))
+        known = " and ".join(describe_language(c) for c in sorted(self.model_languages))
         return (f"the model enhances {known} prompts only and would lose the meaning of this "
-                f"{_LANGUAGE_NAMES.get(code, 'non-' + known)} one; pass force=True to enhance it anyway, "
+                f"{describe_language(code)} one; pass force=True to enhance it anyway, "
                 f"or use a backend whose model reads it")
 
     def opened(self) -> "EnhanceRequest | None":
@@ -144,18 +147,22 @@ class EnhanceRequest:
         first = self.seed if self.seed is not None else random.SystemRandom().randrange(2**31)
         return [first + i for i in range(retries + 1)]
 
-    def _fields(self) -> dict:
+    def _fields(self, language: str) -> dict:
         return dict(negative_prompt=self.profile.negative_prompt, target=self.profile.name,
                     template=self.profile.name, task=self.profile.task, original_prompt=self.prompt,
-                    language=self.language, style=self.style, strength=self.strength or "full")
+                    language=language, style=self.style, strength=self.strength or "full")
 
-    def result(self, text: str, stats: EnhanceStats, assessment=None, *, added: dict[str, str] | None = None) -> EnhancedPrompt:
-        return EnhancedPrompt(text=text, stats=stats, assessment=assessment, added=added or {}, **self._fields())
+    def result(self, text: str, stats: EnhanceStats, assessment=None, *,
+               added: dict[str, str] | None = None) -> EnhancedPrompt:
+        return EnhancedPrompt(text=text, stats=stats, assessment=assessment, added=added or {},
+                              **self._fields(self.language))
 
     def unchanged(self, reason: str, *, fallback: bool, stats: EnhanceStats | None = None,
                   assessment=None) -> EnhancedPrompt:
+        """The prompt returned as it is: its language is the prompt's own."""
         return EnhancedPrompt(text=self.prompt, fallback=fallback, skipped=not fallback, reason=reason,
-                              stats=stats or EnhanceStats(), assessment=assessment, **self._fields())
+                              stats=stats or EnhanceStats(), assessment=assessment,
+                              **self._fields(self.source_language))
 
 
 def _check_prompt(profile: Profile, prompt: Any, *, has_image: bool) -> str:
@@ -165,7 +172,9 @@ def _check_prompt(profile: Profile, prompt: Any, *, has_image: bool) -> str:
         raise InvalidInputError(f"prompt must be a string, not {type(prompt).__name__}")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise InvalidInputError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
-    text = " ".join(prompt.split())
+    text = " ".join(strip_markup(prompt).split())
+    if not text and prompt.strip():
+        raise InvalidInputError("prompt holds only HTML markup (removed: a text encoder reads it as words)")
     if not text and not (profile.task == "i2v"):
         raise InvalidInputError("prompt is empty")
     if not text and profile.task == "i2v" and not has_image:
@@ -174,16 +183,23 @@ def _check_prompt(profile: Profile, prompt: Any, *, has_image: bool) -> str:
 
 
 def _wants_english(profile: Profile, language: str | None) -> bool:
+    """English output: the caller asked for it, or the profile writes English (the caller's
+    ``language`` was checked by ``EnhanceOptions``)."""
     if language is None:
         return profile.language == "english"
-    lang = language.lower()
-    if lang in ("en", "english"):
-        return True
-    if lang == "keep":
-        return False
-    if not lang.isalpha() or len(lang) > 12:
-        raise InvalidInputError(f"language must be 'en', 'keep' or a language code, not {language!r}")
-    return False
+    lang = language.strip().lower()
+    return lang == "english" or lang == "en" or lang.startswith(("en-", "en_"))
+
+
+def _written_in(source: str) -> str:
+    """The output language of a prompt kept in its own language: its code where templates can
+    name it, else "keep" (the same language as the input)."""
+    return source if renders_language(source) else "keep"
+
+
+def _has_words(text: str) -> bool:
+    """Two letters or digits at least, or one CJK character (a word on its own)."""
+    return sum(c.isalnum() for c in text) >= 2 or has_cjk(text)
 
 
 def _has_letters(text: str) -> bool:

@@ -16,14 +16,14 @@ from typing import Callable
 from .compose import compose
 from .compose import layout
 from .compose.layout import DROP_ORDER
+from .languages import describe_language
 from .quality import Assessment, assess
 from .request import EnhanceRequest
 from .result import EnhancedPrompt, EnhanceStats
-from .text.language import detect_language, latin_foreign
 
 # compositions tried before the last one stands (each without what the assessment objected to)
 MAX_MENDS = 6
-ENGLISH_ONLY = ("the phrase sets of a {strength} enhancement are English and this prompt is not; "
+ENGLISH_ONLY = ("the phrase sets of a {strength} enhancement are English and this prompt is {language}; "
                 "use strength='full' with a model that reads it")
 
 
@@ -31,8 +31,9 @@ def structured_result(request: EnhanceRequest, *, scorer: Callable | None, count
                       backend: str = "", model: str = "") -> EnhancedPrompt:
     """The light (no ``scorer``) or medium enhancement of ``request``."""
     started = time.perf_counter()
-    if _foreign(request.prompt):
-        return request.unchanged(ENGLISH_ONLY.format(strength=request.strength), fallback=False)
+    if _foreign(request):
+        language = describe_language(request.source_language)
+        return request.unchanged(ENGLISH_ONLY.format(strength=request.strength, language=language), fallback=False)
     fits = _fits(request, counter)
     without: frozenset[str] = frozenset()
     avoid: frozenset[str] = frozenset()
@@ -61,11 +62,9 @@ def structured_result(request: EnhanceRequest, *, scorer: Callable | None, count
     return request.result(made.text, stats, assessment, added=made.added)
 
 
-def _foreign(prompt: str) -> bool:
+def _foreign(request: EnhanceRequest) -> bool:
     """A prompt in another language than English (one without letters is not)."""
-    if not any(c.isalpha() for c in prompt):
-        return False
-    return detect_language(prompt) != "en" or latin_foreign(prompt)
+    return request.source_language != "en" and any(c.isalpha() for c in request.prompt)
 
 
 def _fits(request: EnhanceRequest, counter) -> Callable[[str], bool] | None:

@@ -91,10 +91,22 @@ def _exit_status(code: object) -> int:
 def _read_prompt(prompt: str | None) -> str:
     """The one prompt to enhance: the argument, or stdin with '-' (or when piped)."""
     if prompt == "-" or (prompt is None and not sys.stdin.isatty()):
-        return sys.stdin.read().strip()
+        return _stdin_text().strip()
     if prompt is None:
         raise InvalidInputError("give a PROMPT argument, '-' or --file (see promptx enhance --help)")
     return prompt
+
+
+def _stdin_text() -> str:
+    """Standard input as UTF-8 text (a byte-order mark dropped); other bytes are a typed error."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:                          # a text stream without bytes (a test's StringIO)
+        return sys.stdin.read()
+    try:
+        return stream.read().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"standard input is not UTF-8 text (byte {exc.start}: "
+                                f"{exc.object[exc.start:exc.start + 1]!r}); convert it, e.g. with iconv") from None
 
 
 @main.command()
@@ -117,10 +129,10 @@ def _read_prompt(prompt: str | None) -> str:
 @click.option("--templates-dir", type=click.Path(path_type=Path, file_okay=False), help="Extra template directory.")
 @click.option("--force", is_flag=True, help="Enhance even prompts that are already long, or in a language the model does not read.")
 @click.option("--strength", type=click.Choice(("light", "medium", "full")),
-              help="light: your words plus vetted phrases (no model needed); medium: vetted phrases ranked by the "
-                   "model (the embedded default); full: free prose by the model (the default for other models).")
+              help="light: your words plus vetted phrases (no model needed; the embedded model's default); medium: "
+                   "vetted phrases ranked by the model; full: free prose by the model (the default for other models).")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
-@click.option("--stream", is_flag=True, help="Print text as it is generated.")
+@click.option("--stream", is_flag=True, help="Show the model's words as they are generated (on stdout when it is a terminal, else on stderr); stdout ends with the final text.")
 @click.option("--no-speculative", is_flag=True, help="Decode without speculation (for comparison).")
 @click.option("--drafter", type=click.Path(path_type=Path), help="Drafter checkpoint for speculative decoding.")
 @click.option("--planner", type=click.Choice(("harness", "tree")), default="harness", show_default=True,
@@ -188,16 +200,12 @@ def enhance(prompt, target, file, output, image, caption, model, seed, temperatu
         return
     text = _read_prompt(prompt)
     if stream:
-        streamed = enhancer.stream(text, target, **options)
-        for delta in streamed:
-            click.echo(delta, nl=False, err=as_json)
-        click.echo(err=as_json)
-        result = streamed.result
+        result, shown = _streamed(enhancer.stream(text, target, **options), on_stdout=not as_json and sys.stdout.isatty())
     else:
-        result = enhancer.enhance(text, target, **options)
+        result, shown = enhancer.enhance(text, target, **options), False
     if as_json:
         click.echo(result.model_dump_json(indent=2))
-    elif not stream:
+    elif not shown:
         click.echo(result.text)
     if result.fallback:
         click.echo(f"promptx: warning: returned the original prompt ({result.reason})", err=True)
@@ -205,10 +213,24 @@ def enhance(prompt, target, file, output, image, caption, model, seed, temperatu
         click.echo(f"promptx: note: returned the prompt unchanged ({result.reason})", err=True)
 
 
+def _streamed(stream, *, on_stdout: bool):
+    """Show the deltas as they come (on stdout when it is a terminal, else on stderr) and return
+    the result, and whether stdout already shows its final text. A revised stream (its attempt
+    rejected, or the text cleaned) shows the final text again, after a note."""
+    for delta in stream:
+        if not stream.revised:
+            click.echo(delta, nl=False, err=not on_stdout)
+    click.echo(err=not on_stdout)
+    if on_stdout and stream.revised:
+        click.echo("promptx: note: the streamed text was revised; the final text:", err=True)
+    return stream.result, on_stdout and not stream.revised
+
+
 def _enhance_file(enhancer, file: Path, output: Path | None, target: str, options: dict) -> None:
     """Every row of ``file``, as JSON lines on stdout or resumably into ``output``."""
-    from ..batch_run import run_batch
+    from ..batch_run import check_run, run_batch
 
+    check_run(enhancer.profile, target, options)
     _run_rows(file, output, "enhancing", lambda rows, log, emit, on_row: run_batch(
         enhancer, rows, target, options, log=log, emit=emit, on_row=on_row))
 
@@ -216,10 +238,11 @@ def _enhance_file(enhancer, file: Path, output: Path | None, target: str, option
 def _enhance_file_on_ray(file: Path, output: Path | None, target: str, address: str | None, workers: int,
                          enhancer_options: dict, options: dict) -> None:
     """``_enhance_file`` on Ray: the same rows, lines and resuming, one model per worker."""
-    from ..ray import enhance_file_on_ray, require_ray
+    from ..ray import check_target, enhance_file_on_ray, require_ray
 
     require_ray()
     chosen = {k: v for k, v in enhancer_options.items() if v}
+    check_target(target, options, chosen)
     _run_rows(file, output, f"enhancing on Ray ({workers} worker{'s' if workers > 1 else ''})", lambda rows, log, emit, on_row: enhance_file_on_ray(
         rows, log, target, options, address=address, workers=workers, enhancer_options=chosen, emit=emit,
         on_row=on_row))
@@ -227,13 +250,13 @@ def _enhance_file_on_ray(file: Path, output: Path | None, target: str, address: 
 
 def _run_rows(file: Path, output: Path | None, label: str, run) -> None:
     """Read ``file``'s rows and ``run(rows, log, emit, on_row)`` them with a progress bar; on Ctrl-C,
-    say how many rows are safe in ``output``; at the end, what was done."""
-    from ..batch_run import ResultLog, describe, read_rows
+    say how many rows are safe in ``output``; at the end, what was done, and exit with
+    ``EXIT_ROWS_FAILED`` when some rows were written as error lines."""
+    from ..batch_run import EXIT_ROWS_FAILED, ResultLog, describe, pending, read_rows
 
     rows = read_rows(file)
-    log = ResultLog(output) if output is not None else None
-    todo = sum(log is None or r.id not in log.done for r in rows)
-    with click.progressbar(length=todo, label=label, file=sys.stderr) as bar:
+    log = ResultLog(output, source=file) if output is not None else None
+    with click.progressbar(length=len(pending(rows, log)), label=label, file=sys.stderr) as bar:
         try:
             summary = run(rows, log, None if log else click.echo, lambda: bar.update(1))
         except KeyboardInterrupt:
@@ -243,6 +266,8 @@ def _run_rows(file: Path, output: Path | None, label: str, run) -> None:
                            f"in {output}: rerun the same command to resume", err=True)
             raise
     click.echo(f"promptx: {describe(summary, output)}", err=True)
+    if summary.failed:
+        raise click.exceptions.Exit(EXIT_ROWS_FAILED)
 
 
 @main.group()

@@ -24,6 +24,7 @@ __all__ = [
     "VISION_GUIDANCE",
     "image_line",
     "language_rule",
+    "renders_language",
     "render_messages",
     "style_guidance",
     "substitute",
@@ -59,7 +60,9 @@ _LANGUAGE_NAMES = {
     "de": "German", "es": "Spanish", "it": "Italian", "pt": "Portuguese",
     "ru": "Russian", "nl": "Dutch", "pl": "Polish", "tr": "Turkish",
     "ar": "Arabic", "hi": "Hindi", "vi": "Vietnamese", "th": "Thai",
-    "id": "Indonesian", "uk": "Ukrainian", "sv": "Swedish",
+    "id": "Indonesian", "uk": "Ukrainian", "sv": "Swedish", "cs": "Czech", "ro": "Romanian",
+    "hu": "Hungarian", "da": "Danish", "no": "Norwegian", "nb": "Norwegian", "fi": "Finnish",
+    "el": "Greek", "he": "Hebrew", "ms": "Malay", "sw": "Swahili",
 }
 
 
@@ -94,21 +97,31 @@ def style_guidance(profile: Profile, style: str | None) -> str:
     return profile.styles[key]
 
 
-def language_rule(profile: Profile, language: str | None = None) -> str:
-    """The output-language sentence: "en"/"english", "keep" or a code such as "zh"."""
-    choice = (language or profile.language).strip().lower()
-    if choice in ("en", "english") or choice.startswith("en-"):
+def renders_language(language: str) -> bool:
+    """A language the output-language sentence can name: "en"/"english", "keep" ("auto",
+    "same"), a code it knows with an optional region ("pt-BR", "zh_CN") or that language's name."""
+    return _language_sentence(language) is not None
+
+
+def _language_sentence(language: str) -> str | None:
+    choice = language.strip().lower()
+    if choice in ("en", "english") or choice.startswith(("en-", "en_")):
         return _ENGLISH
     if choice in ("keep", "auto", "same"):
         return _KEEP
-    name = _LANGUAGE_NAMES.get(choice.split("-")[0].split("_")[0])
-    if name is None and re.fullmatch(r"[a-z]{4,20}", choice):
+    name = _LANGUAGE_NAMES.get(re.split(r"[-_]", choice)[0])
+    if name is None and choice in {n.lower() for n in _LANGUAGE_NAMES.values()}:
         name = choice.capitalize()  # a language name such as "german"
-    if name is None:
-        raise InvalidInputError(
-            f"unknown language {language!r}; use 'keep', 'english' or a code such as 'zh'"
-        )
-    return f"Write in {name}."
+    return None if name is None else f"Write in {name}."
+
+
+def language_rule(profile: Profile, language: str | None = None) -> str:
+    """The output-language sentence: "en"/"english", "keep" or a code such as "zh"."""
+    sentence = _language_sentence(language or profile.language)
+    if sentence is None:
+        raise InvalidInputError(f"unknown language {language!r}; use 'en', 'keep', a code such as 'es' "
+                                f"(one of {', '.join(sorted(_LANGUAGE_NAMES))}) or that language's name")
+    return sentence
 
 
 def image_line(image_facts: str | None, caption: str | None) -> str:

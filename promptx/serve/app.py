@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.exceptions import HTTPException
 
 from ..errors import BackendError, ImageError, InvalidInputError, PromptxError, UnknownTargetError
 from ..images import load_image_facts
@@ -128,6 +129,11 @@ _STATUS = ((NotReady, 503, "not_ready"), (QueueFull, 429, "queue_full"), (Reques
            (BackendError, 502, "backend_error"), (PromptxError, 500, "server_error"))
 
 
+_FRAMEWORK_KINDS = {404: "not_found", 405: "method_not_allowed", 400: "invalid_json"}
+_FRAMEWORK_MESSAGES = {404: "no such endpoint; see /v1/enhance, /v1/chat/completions, /v1/models, /health, /metrics",
+                       400: "the body is not valid JSON (UTF-8, nested at most a few hundred levels)"}
+
+
 def _add_error_handlers(app: FastAPI) -> None:
     def answer(status: int, kind: str, message: str) -> JSONResponse:
         headers = {"Retry-After": "1"} if status in (429, 503) else None
@@ -136,6 +142,12 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     for exc_type, status, kind in _STATUS:
         app.add_exception_handler(exc_type, lambda _r, exc, s=status, k=kind: answer(s, k, str(exc)))
+
+    @app.exception_handler(HTTPException)
+    async def framework(_request: Request, exc: HTTPException):
+        """The framework's own errors (no such route, wrong method, a body it cannot parse)."""
+        kind = _FRAMEWORK_KINDS.get(exc.status_code, "invalid_request" if exc.status_code < 500 else "server_error")
+        return answer(exc.status_code, kind, _FRAMEWORK_MESSAGES.get(exc.status_code, str(exc.detail)))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError):

@@ -12,9 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class EnhanceBody(BaseModel):
-    """``POST /v1/enhance``: what ``promptx.enhance`` takes, with the image as base64."""
+    """``POST /v1/enhance``: what ``promptx.enhance`` takes, with the image as base64. Types are
+    strict: ``"seed": "7"``, ``"seed": true`` and ``"force": "yes"`` are refused, not converted."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     prompt: str | None = None
     target: str = "video"
@@ -38,9 +39,10 @@ class ChatMessage(BaseModel):
 
 
 class ChatBody(BaseModel):
-    """``POST /v1/chat/completions``. ``repetition_penalty`` is an extension (vLLM's name)."""
+    """``POST /v1/chat/completions``. ``repetition_penalty`` is an extension (vLLM's name).
+    Types of the fields used are strict, as in ``EnhanceBody``."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from promptx.errors import InvalidInputError
 from promptx.text.language import CJK_CHARS, count_words, is_cjk_char
+from promptx.text.markup import strip_markup
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptx.text.encoder_count import EncoderCounter
@@ -153,12 +154,8 @@ _CHATTER = re.compile(
 _QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "「": "」", "『": "』", "«": "»"}
 
 
-# an HTML tag the model wrote ("<br>", "</p>", "<b>"); "<lora:name:0.8>" is not one
-_HTML_TAG = re.compile(r"</?(?:br|p|b|i|em|strong|span|div|hr|ul|ol|li|h[1-6])\s*/?>", re.I)
-
-
 def _strip_markdown(text: str) -> str:
-    text = _HTML_TAG.sub(lambda m: "\n" if m.group(0).lower().startswith(("<br", "</p", "<hr")) else "", text)
+    text = strip_markup(text)
     lines = []
     for line in text.split("\n"):
         if re.match(r"^\s*(```|~~~)", line):  # code fence: keep the content only
@@ -542,6 +539,22 @@ def _hard_cut(text: str, fits, *, end: str) -> str:
     return best + end
 
 
+def drop_unfinished(text: str, fmt: str) -> str:
+    """``text`` without what a cut-off generation left unfinished: the words after the last
+    sentence end (else after the last clause boundary; "" when neither is there), or for
+    tags the last tag (which may be cut mid-phrase: "and a bouncy")."""
+    t = text.rstrip()
+    if fmt == "tags":
+        return t[: t.rfind(",")] if "," in t else ""
+    if _ends_terminal(t):
+        return t
+    ends = _sentence_ends(t, newlines=False)[:-1]
+    if ends:
+        return t[: ends[-1]]
+    clauses = [m.start() for m in _CLAUSE.finditer(t) if t[: m.start()].strip()]
+    return t[: clauses[-1]] if clauses else ""
+
+
 def _tokens(text: str, encoder: str | None, counter: EncoderCounter | None) -> int:
     return counter.count(text) if counter is not None else estimate_encoder_tokens(text, encoder)
 
@@ -638,6 +651,7 @@ def clean_output(
     encoder: str | None = None,
     counter: EncoderCounter | None = None,
     keep_start: str = "",
+    cut_off: bool = False,
 ) -> CleanResult:
     """strip_wrapping -> one paragraph (or tag list) -> cut_repetition ->
     dedupe tags -> tidy the ending -> fit_length.
@@ -651,6 +665,8 @@ def clean_output(
     ("estimate" for the estimate) unless there was neither a counter, an encoder nor a
     token budget. ``keep_start``: where ``raw`` starts with it (the user's own words that
     opened the answer), it is never taken for a preamble ("Pixel art version: ...").
+    ``cut_off``: the generation stopped at a token or word budget, so its last sentence (tag)
+    is unfinished and is dropped (``drop_unfinished``), never closed with a period.
     """
     if fmt not in ("paragraph", "tags", "instruction"):
         raise InvalidInputError(f"unknown output format {fmt!r}; use paragraph, tags or instruction")
@@ -660,6 +676,8 @@ def clean_output(
     else:
         t = to_one_paragraph(t)
     t, cut = cut_repetition(t)
+    if cut_off and not cut:
+        t = drop_unfinished(t, fmt)
     if fmt == "tags":
         t = dedupe_tags(t)
     t = _finish(t, fmt)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from promptx.batch_run import ResultLog, read_rows
+from promptx.batch_run import EXIT_ROWS_FAILED, ResultLog, read_rows
 from promptx.errors import InvalidInputError
 from tests.promptx.runs import output_rows, run_until
 
@@ -31,6 +31,10 @@ def test_rows_take_their_ids_from_the_file_or_the_line(tmp_path):
                      '{"id": 7, "prompt": "x"}\n')
     rows = read_rows(jsonl)
     assert [r.id for r in rows] == ["cat-1", "2", "7"] and rows[1].spec.task == "sdxl"
+    jsonl.write_text('{"id": "cat-1", "prompt": "a cat"}\n{"id": "x", "prompt": 5}\n{oops\n')
+    rows = read_rows(jsonl)                   # a line that cannot be used: its id where readable, else its line
+    assert [(r.id, r.spec) for r in rows[1:]] == [("x", None), ("3", None)]
+    assert rows[1].problem == f"{jsonl}:2: needs a non-empty string field 'prompt'"
     jsonl.write_text('{"id": "a", "prompt": "a cat"}\n{"id": "a", "prompt": "a dog"}\n')
     with pytest.raises(InvalidInputError, match=r"in.jsonl:2: id 'a' is already used on line 1"):
         read_rows(jsonl)
@@ -44,6 +48,8 @@ def test_a_cut_off_last_line_is_dropped_and_its_row_done_again(tmp_path):
     assert out.read_text().endswith('"y"}\n')
     log.append(['{"id": "3", "text": "z"}'])
     assert ResultLog(out).done == {"1", "2", "3"}
+    out.write_text('{"id": "1", "text": "x"}\n{"id": "2", "error": {"type": "T", "message": "m"}}\n')
+    assert ResultLog(out).done == {"1"} and out.read_text() == '{"id": "1", "text": "x"}\n'   # "2" is retried
     out.write_text("not json\n")
     with pytest.raises(InvalidInputError, match="not a promptx output line"):
         ResultLog(out)
@@ -66,11 +72,11 @@ def test_a_run_stopped_halfway_resumes_without_losing_or_repeating_a_row(model_d
     assert stopped.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 130), stopped.stderr
     if sig == signal.SIGINT:
         assert "rerun the same command to resume" in stopped.stderr and "Traceback" not in stopped.stderr
-    before = output_rows(out)
-    assert 1 <= len(before) < len(PROMPTS) + 1
+    before = [r for r in output_rows(out) if "error" not in r]       # an error row is retried
+    assert 1 <= len(before) <= len(PROMPTS)
     finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert finished.returncode == 0, finished.stderr
-    assert f"{len(before)} already done" in finished.stderr
+    assert finished.returncode == EXIT_ROWS_FAILED, finished.stderr     # the bad row: an error line
+    assert f"{len(before)} already done, 1 with input errors" in finished.stderr
     after = output_rows(out)
     assert after[: len(before)] == before                           # what was written stays as it was
     assert sorted(r["id"] for r in after) == sorted([f"p{i}" for i in range(len(PROMPTS))] + ["bad"])
@@ -78,7 +84,8 @@ def test_a_run_stopped_halfway_resumes_without_losing_or_repeating_a_row(model_d
     assert all(by_id[f"p{i}"]["original_prompt"] == p for i, p in enumerate(PROMPTS))
     assert by_id["bad"]["error"]["type"] == "UnknownTargetError"
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0 and output_rows(out) == after and f"{len(after)} already done" in again.stderr
+    assert again.returncode == EXIT_ROWS_FAILED and output_rows(out) == after      # the bad row was last already
+    assert f"{len(PROMPTS)} already done, 1 with input errors" in again.stderr
 
 
 def test_output_needs_a_file(tmp_path):
