@@ -389,3 +389,24 @@ def test_clean_output_of_pure_chatter_is_empty():
 def test_clean_output_rejects_an_unknown_format():
     with pytest.raises(InvalidInputError):
         clean_output("a cat", fmt="poem", max_words=10)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("raw, fmt, kept", [
+    ("A lighthouse at dusk. Warm light casts shadows across the", "paragraph", "A lighthouse at dusk."),
+    ("A lighthouse at dusk, warm light spilling from the lamp room, shadows across the", "paragraph",
+     "A lighthouse at dusk, warm light spilling from the lamp room."),
+    ("A lighthouse at dusk. Waves crash below.", "paragraph", "A lighthouse at dusk. Waves crash below."),
+    ("lighthouse, dusk, warm light, and a bouncy", "tags", "lighthouse, dusk, warm light"),
+])
+def test_a_cut_off_generation_loses_its_unfinished_end(raw, fmt, kept):
+    assert clean_output(raw, fmt=fmt, max_words=80, cut_off=True).text == kept
+
+
+@pytest.mark.parametrize("raw, fmt", [("A lighthouse keeper climbs the", "paragraph"), ("a bouncy", "tags")])
+def test_a_cut_off_generation_with_nothing_whole_is_empty(raw, fmt):
+    assert clean_output(raw, fmt=fmt, max_words=80, cut_off=True).text == ""
+
+
+def test_markup_is_removed_from_outputs_and_prompt_syntax_kept():
+    raw = 'A fox <b>in</b> snow<script>alert(1)</script>, <lora:fox:0.7> <span class="x">at dawn</span>.'
+    assert clean_output(raw, fmt="paragraph", max_words=80).text == "A fox in snow, <lora:fox:0.7> at dawn."

@@ -153,3 +153,20 @@ def test_draft_generate_data_decodes_in_the_precision_asked(runner, model_dir, t
     assert json.loads((out / "dataset.json").read_text())["dtype"] == "bfloat16"
     rerun = runner.invoke(main, args)
     assert rerun.exit_code == 0 and json.loads(rerun.output[rerun.output.index("{"):])["skipped"] == 2
+
+
+@pytest.mark.slow
+def test_a_revised_stream_ends_stdout_with_the_final_text(runner, model_dir):
+    # 10 tokens leave no whole sentence: the streamed attempt is rejected, the prompt comes back
+    result = runner.invoke(main, ["enhance", "a fox running through snow", "--strength", "full", "--stream",
+                                  "--seed", "2", "--max-new-tokens", "10", "--no-speculative"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "a fox running through snow"       # not a tty: the words went to stderr
+    assert "returned the original prompt" in result.stderr
+
+
+def test_stdin_that_is_not_utf8_is_a_one_line_error(runner):
+    result = runner.invoke(main, ["enhance", "-"], input=b"un caf\xe9 noir")
+    assert result.exit_code == 1 and "not UTF-8" in result.stderr and "Traceback" not in result.output
+    bom = runner.invoke(main, ["enhance", "-", "--json"], input="\ufeffa cat on a skateboard".encode())
+    assert bom.exit_code == 0 and json.loads(bom.stdout)["original_prompt"] == "a cat on a skateboard"

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 import promptx
+from promptx.enhancer import StreamRevision
 from promptx.errors import ImageError, InvalidInputError, PromptTooLongError, UnknownTargetError
 from promptx.text.validate import degenerate_problem, talking_to_user
 
@@ -202,3 +203,45 @@ def test_the_template_prefix_is_what_prompts_share(enhancer):
         return
     assert 100 < n < len(ids_first) and ids_first[:n] == ids_second[:n]
     assert n == backend._prefix_len(second, ids_second)
+
+
+def test_a_stream_whose_attempt_is_rejected_ends_with_the_final_text(enhancer):
+    # 10 tokens leave no whole sentence: every attempt fails and the prompt comes back
+    stream = enhancer.stream("a fox running through snow", "video", seed=2, max_new_tokens=10)
+    items = list(stream)
+    assert stream.result.fallback and stream.revised
+    assert isinstance(items[-1], StreamRevision) and items[-1] == stream.result.text
+    assert not any(isinstance(item, StreamRevision) for item in items[:-1])
+
+
+def test_an_accepted_stream_is_not_revised_unless_its_text_changed(enhancer):
+    stream = enhancer.stream("a lighthouse at dusk", "video", seed=1, max_new_tokens=TOKENS)
+    items = list(stream)
+    spelled = " ".join("".join(items[:-1] if stream.revised else items).split())
+    assert stream.revised == (spelled != " ".join(stream.result.text.split()))
+    assert (items[-1] if stream.revised else spelled) == (stream.result.text if stream.revised else spelled)
+
+
+@pytest.mark.parametrize("target, tokens", [("video", 40), ("video", 80), ("sdxl", 30), ("flux1", 40)])
+def test_a_token_budget_never_cuts_a_sentence_or_tag(enhancer, monkeypatch, target, tokens):
+    raws = []
+    generate = enhancer.generate
+
+    def recording(messages, options):
+        output = generate(messages, options)
+        raws.append(output)
+        return output
+
+    monkeypatch.setattr(enhancer, "generate", recording)
+    result = enhancer.enhance("a lighthouse keeper climbing the stairs at night", target, seed=4,
+                              max_new_tokens=tokens)
+    if result.fallback:
+        return
+    raw = " ".join(raws[result.stats.attempts - 1].text.split())
+    if target == "sdxl":
+        last = result.text.split(",")[-1].strip()
+        assert f"{last}," in raw or raws[-1].finish_reason not in ("length", "budget")
+    else:
+        assert result.text[-1] in ".!?"
+        last_words = " ".join(result.text.split()[-3:])[:-1]
+        assert last_words + result.text[-1] in raw or last_words + "." in raw
