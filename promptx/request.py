@@ -22,13 +22,15 @@ from .profiles.render import renders_language
 from .profiles.schema import Profile, count_words
 from .result import EnhancedPrompt, EnhanceStats
 from .text.language import has_cjk
-from .text.markup import strip_markup
+from .text.markup import strip_markup, without_controls
+from .text.valid_text import require_unicode
 
 MAX_PROMPT_CHARS = 20_000
 # what opens a short prompt's framed answer, by task: the model writes about the user's words
 # instead of continuing them ("Bond" -> "Bondage") or ignoring a lone abstract word or number
 _FRAMES = {"t2i": "A picture of", "t2v": "A video of"}
 _LONE_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_MEDIUM = {"t2i": "images", "t2v": "videos", "i2v": "videos", "i2i": "images"}
 
 
 @dataclass
@@ -86,7 +88,12 @@ class EnhanceRequest:
         ``model_languages``: the prompt languages the backend's model can enhance (None: any)."""
         o = options or EnhanceOptions()
         text = _check_prompt(profile, prompt, has_image=o.image is not None or bool(o.caption))
+        if o.caption is not None:
+            require_unicode("caption", o.caption)
         facts = None
+        if o.image is not None and not profile.wants_image:
+            raise InvalidInputError(f"{profile.name} makes {_MEDIUM[profile.task]} from text and takes no image; "
+                                    "use an image-to-video or image-to-image target (i2v, i2i)")
         if o.image is not None:
             from .images import load_image_facts
 
@@ -172,7 +179,8 @@ def _check_prompt(profile: Profile, prompt: Any, *, has_image: bool) -> str:
         raise InvalidInputError(f"prompt must be a string, not {type(prompt).__name__}")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise InvalidInputError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
-    text = " ".join(strip_markup(prompt).split())
+    require_unicode("prompt", prompt)
+    text = " ".join(strip_markup(without_controls(prompt)).split())
     if not text and prompt.strip():
         raise InvalidInputError("prompt holds only HTML markup (removed: a text encoder reads it as words)")
     if not text and not (profile.task == "i2v"):

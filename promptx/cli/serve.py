@@ -35,8 +35,11 @@ from .common import MODEL_HELP
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=16 * 1024 * 1024, show_default=True)
 @click.option("--max-prompt-chars", type=click.IntRange(min=1), default=4000, show_default=True)
 @click.option("--max-image-pixels", type=click.IntRange(min=1), default=40_000_000, show_default=True)
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Server processes sharing the port, each with its own model (memory x N): concurrent "
+                   "requests run in parallel, up to one per CPU core.")
 def serve_command(host, port, api_key, model, dtype, drafter, no_speculative, templates_dir, max_queue,
-                  request_timeout, max_body_bytes, max_prompt_chars, max_image_pixels) -> None:
+                  request_timeout, max_body_bytes, max_prompt_chars, max_image_pixels, workers) -> None:
     """Serve the enhancer over HTTP: /v1/enhance, OpenAI-compatible /v1/chat/completions, /health, /metrics."""
     try:
         import uvicorn
@@ -52,13 +55,25 @@ def serve_command(host, port, api_key, model, dtype, drafter, no_speculative, te
                          max_image_pixels=max_image_pixels, request_timeout_s=request_timeout, max_queue=max_queue)
     options = dict(model=model, dtype=None if dtype == "auto" else dtype, drafter=drafter,
                    speculative=not no_speculative, templates_dir=templates_dir)
-    app = create_app(ServerState(options, limits), api_key=api_key)
-    click.echo(f"promptx serve: http://{host}:{port} (the model loads in the background; /health says when)",
-               err=True)
+    def make_app():
+        return create_app(ServerState(options, limits), api_key=api_key)
+
+    config = dict(log_level="warning", access_log=False, timeout_graceful_shutdown=None)
+    plural = f"{workers} workers, each loading" if workers > 1 else "the model loads"
+    click.echo(f"promptx serve: http://{host}:{port} ({plural} in the background; /health says when)", err=True)
     # uvicorn finishes the requests in flight on SIGTERM/SIGINT, then raises the signal again
     # under the handler found at start: this one, so that a clean shutdown exits 0
-    signal.signal(signal.SIGTERM, _exit_cleanly)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=None)
+    if workers == 1:
+        signal.signal(signal.SIGTERM, _exit_cleanly)
+        uvicorn.run(make_app(), host=host, port=port, **config)
+        return
+    from ..serve.workers import bind, serve_workers
+
+    def run_one(app, sock):
+        signal.signal(signal.SIGTERM, _exit_cleanly)
+        uvicorn.Server(uvicorn.Config(app, **config)).run(sockets=[sock])
+
+    sys.exit(serve_workers(make_app, bind(host, port), workers, run_one))
 
 
 def _exit_cleanly(_signum, _frame) -> None:

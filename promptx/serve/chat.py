@@ -15,6 +15,7 @@ from typing import AsyncIterator
 
 from ..backends.base import Backend, GenerationOptions, GenerationOutput, GenerationRun, Messages
 from ..errors import InvalidInputError
+from ..text.valid_text import require_unicode
 from .gate import error_body
 from .schemas import ChatBody
 from .state import ServerState
@@ -24,6 +25,9 @@ DEFAULT_MAX_TOKENS = 256
 
 def chat_request(body: ChatBody, backend: Backend, max_chars: int) -> tuple[Messages, GenerationOptions]:
     messages = [{"role": m.role, "content": _content(m.content, backend)} for m in body.messages]
+    for index, message in enumerate(messages):
+        if isinstance(message["content"], str):
+            require_unicode(f"message {index}", message["content"])
     size = sum(len(json.dumps(m["content"])) for m in messages)
     if size > max_chars + 2 * len(messages) and not backend.vision:
         raise InvalidInputError(f"the messages hold {size:,} characters; this server takes at most {max_chars:,}")

@@ -1,9 +1,14 @@
-"""HTML markup in a prompt or in a model's text: removed, since a text encoder reads it as words.
+"""HTML markup and terminal control codes in a prompt or in a model's text: removed, since a
+text encoder reads them as words (or bytes).
+
+``without_controls`` drops ANSI escape sequences and control characters (NUL, BEL, ESC, C1
+codes, ...) other than tabs and line breaks, which count as spaces.
 
 ``strip_markup`` drops the tags of HTML elements (``<b>``, ``</p>``, ``<span class="x">``,
 ``<img src=...>``), HTML comments, and whole ``<script>``/``<style>``/``<iframe>`` elements
-with their content (code, not a description). ``<br>``, ``</p>``, ``<hr>`` and ``</div>``
-become line breaks. Text in angle brackets that is not an HTML element stays:
+with their content (code, not a description; an unclosed one loses its tag only), repeating until none is left (so that
+``<scr<b>ipt>`` cannot become ``<script>``). The tags of block elements (``<br>``, ``<p>``,
+``</div>``, ``<li>``, ``<td>`` ...) become line breaks, so the words on either side stay apart. Text in angle brackets that is not an HTML element stays:
 ``<lora:name:0.8>`` and ``<subject>`` are prompt syntax. Not here: markdown (``cleanup``).
 """
 
@@ -11,20 +16,37 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["strip_markup"]
+__all__ = ["strip_markup", "without_controls"]
 
 _ELEMENTS = ("a|abbr|b|big|blockquote|body|br|button|center|code|del|div|em|embed|font|form|h[1-6]|head|hr|html|"
-             "i|img|input|ins|label|li|link|mark|meta|object|ol|p|pre|q|s|script|small|span|strike|strong|style|"
-             "sub|sup|svg|table|tbody|td|th|thead|title|tr|tt|u|ul|video|audio|source|iframe|noscript|frame")
-_CODE_ELEMENT = re.compile(r"<(script|style|iframe|noscript)\b[^>]*>.*?(?:</\1\s*>|$)", re.I | re.S)
-_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
+             "i|img|input|ins|label|li|link|mark|meta|object|ol|p|pre|q|s|small|span|strike|strong|"
+             "sub|sup|svg|table|tbody|td|th|thead|title|tr|tt|u|ul|video|audio|source|frame")
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CODE = "script|style|iframe|noscript"
+_CODE_ELEMENT = re.compile(rf"<({_CODE})\b[^>]*>.*?</\1\s*>", re.I | re.S)
+_CODE_TAG = re.compile(rf"</?(?:{_CODE})\b[^<>]*>", re.I)
+_COMMENT = re.compile(r"<!--.*?-->|<!--", re.S)
 _TAG = re.compile(rf"</?(?:{_ELEMENTS})(?:\s[^<>]*)?/?>", re.I)
-_BREAKS = ("<br", "</p", "<hr", "</div", "</li", "</h")
+_BLOCK = re.compile(r"</?(?:br|p|hr|div|li|ul|ol|h[1-6]|tr|td|th|table|tbody|thead|blockquote|pre|center|"
+                    r"body|html|head|title|form|frame|iframe|video|audio|source|img|input|button|label)\b", re.I)
+# a text whose tags keep revealing new ones is not a prompt: stop after this many passes
+MAX_PASSES = 8
 
 
 def strip_markup(text: str) -> str:
     """``text`` without HTML tags, comments and code elements (see the module's docstring)."""
-    if "<" not in text:
-        return text
-    text = _COMMENT.sub("", _CODE_ELEMENT.sub("", text))
-    return _TAG.sub(lambda m: "\n" if m.group(0).lower().startswith(_BREAKS) else "", text)
+    for _ in range(MAX_PASSES):
+        if "<" not in text:
+            return text
+        stripped = _CODE_ELEMENT.sub("", _COMMENT.sub("", text))
+        stripped = _TAG.sub(lambda m: "\n" if _BLOCK.match(m.group(0)) else "", stripped)
+        if stripped == text:
+            return _CODE_TAG.sub("", text)          # an unclosed code element: its tag goes
+        text = stripped
+    return text.replace("<", " ").replace(">", " ")
+
+
+def without_controls(text: str) -> str:
+    """``text`` without ANSI escape sequences and control characters (tabs and line breaks stay)."""
+    return _CONTROL.sub("", _ANSI.sub("", text))

@@ -60,7 +60,7 @@ def test_only_a_prompt_in_a_language_the_model_cannot_read_is_skipped():
                          "un chat sur une planche", "a latte on the table")}
     assert [p for p, reason in skipped.items() if reason] == ["一只猫在滑板上", "a cat 在滑板上", "un gâteau très épais à côté",
                                                               "un chat sur une planche"]
-    assert "this Chinese one" in skipped["一只猫在滑板上"] and "non-English" in skipped["un gâteau très épais à côté"]
+    assert "this Chinese one" in skipped["一只猫在滑板上"] and "French" in skipped["un gâteau très épais à côté"]
     assert EnhanceRequest.build(wan, "一只猫在滑板上").skip_reason is None                  # a model of unknown languages
     forced = EnhanceRequest.build(wan, "一只猫在滑板上", EnhanceOptions(force=True), model_languages=english)
     assert forced.skip_reason is None
