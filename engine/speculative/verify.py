@@ -13,7 +13,9 @@ so the emitted tokens follow the reference decoder's distribution exactly
 drafts (DESIGN 3.4): try children in draft order, accept child x with
 probability p(x), else zero p(x) and renormalise; when all are rejected draw
 the bonus from what is left. The random draws differ from the reference
-decoder's, so seeded sampled output matches it in distribution, not per seed.
+decoder's, so seeded sampled output matches it in distribution, not per seed; a tree
+without nodes (a round that drafts nothing: plain decoding) draws its one token exactly as
+the reference decoder does (``pick_token``), so such rounds match it per seed too.
 
 Not here: building the tree (``engine.speculative.tree``), running the target, KV cache
 compaction (use ``VerifyResult.kept_rows``), stop handling.
@@ -26,7 +28,7 @@ from typing import Sequence
 
 import torch
 
-from ..decode.sampling import SamplingParams, greedy_token, next_token_distribution, sample_from
+from ..decode.sampling import SamplingParams, greedy_token, next_token_distribution, pick_token, sample_from
 from .tree import DraftTree
 
 
@@ -56,6 +58,9 @@ class VerifyResult:
 def verify(tree: DraftTree, target_logits: torch.Tensor, history: Sequence[int], params: SamplingParams,
            generator: torch.Generator | None = None) -> VerifyResult:
     """Greedy or sampled verification, as ``params`` says."""
+    if tree.size == 0 and generator is not None:      # nothing drafted: the reference decoder's step
+        _check_logits(tree, target_logits)
+        return VerifyResult([], [pick_token(target_logits[0], history, params, generator)], 0)
     if params.greedy:
         return verify_greedy(tree, target_logits, history, params)
     if generator is None:

@@ -45,3 +45,25 @@ def test_prompt_beyond_the_context_is_refused(model_dir):
     assert isinstance(caught.value, ValueError) and caught.value.prompt_tokens == generator.context_window
     with pytest.raises(ContextOverflowError):
         generator.generate_many([[1, 2], [1] * generator.context_window], [SamplingParams(max_new_tokens=8)] * 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int4"])
+def test_a_batch_decodes_each_prompt_as_it_decodes_alone(model_dir, dtype):
+    """generate_many: batched plain decoding whose every row equals that prompt decoded alone,
+    greedy and sampled with a seed (the texts of concurrent enhance calls do not depend on their
+    batch-mates)."""
+    from engine.runtime.device import prefers_int4
+
+    if dtype == "int4" and not prefers_int4("cpu"):
+        pytest.skip("int4 is chosen only on CPUs with native bf16")
+    generator = Generator.from_dir(model_dir, dtype=dtype)
+    prompts = [generator.tokenizer.encode_chat([{"role": "user", "content": text}])
+               for text in ("Describe a red fox in snow.", "Describe a lighthouse at dusk.",
+                            "Describe two blue cups.", "Describe an old tram in the rain.")]
+    for params in ([SamplingParams(max_new_tokens=24)] * 4,
+                   [SamplingParams(max_new_tokens=24, temperature=0.8, top_p=0.95, seed=s) for s in range(4)]):
+        alone = [generator.generate(ids, p, speculative=False) for ids, p in zip(prompts, params)]
+        stats = [DecodeStats() for _ in prompts]
+        together = generator.generate_many(prompts, params, stats=stats)
+        assert together == alone
+        assert all(s.target_forwards >= 1 and s.accepted_lengths for s in stats)      # one batched run
