@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from .profiles.registry import builtin_template_dir
 from .text.language import detect_language, script_counts
 
-__all__ = ["LANGUAGE_NAMES", "describe_language", "identify_language"]
+__all__ = ["LANGUAGE_NAMES", "describe_language", "identify_language", "is_english_word"]
 
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 # scripts told by their letters alone: (code, first, last code point)
@@ -64,6 +64,11 @@ def _latin_languages() -> tuple[_Latin, ...]:
 def _english_words() -> frozenset[str]:
     text = (builtin_template_dir() / "languages" / "english.txt").read_text(encoding="utf-8")
     return frozenset(line for line in text.split("\n") if line and not line.startswith("#"))
+
+
+def is_english_word(word: str) -> bool:
+    """A known English word (lower case), or a known stem with an English ending."""
+    return _english(word)
 
 
 def _english(word: str) -> bool:

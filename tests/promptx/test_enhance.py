@@ -245,3 +245,11 @@ def test_a_token_budget_never_cuts_a_sentence_or_tag(enhancer, monkeypatch, targ
         assert result.text[-1] in ".!?"
         last_words = " ".join(result.text.split()[-3:])[:-1]
         assert last_words + result.text[-1] in raw or last_words + "." in raw
+
+
+def test_the_hottest_temperature_gives_no_word_salad(enhancer):
+    """Temperature 2 (the allowed maximum) makes the small model write non-words; the assessment
+    rejects them and the prompt comes back instead."""
+    for prompt in ("a red fox in snow", "an old tram in the rain"):
+        result = enhancer.enhance(prompt, "video", seed=1, temperature=2.0, max_new_tokens=TOKENS)
+        assert result.fallback and result.text == prompt

@@ -1072,3 +1072,14 @@ def test_an_unseen_image_may_hold_anything_but_the_text_may_not_add_to_it(target
 def test_a_noun_said_again_in_another_colour_contradicts_the_prompt(prompt, text, clash):
     found = [f.words[0] for f in assess(prompt, text, profile("image")).findings if f.kind == "contradiction"]
     assert found == ([clash] if clash else [])
+
+
+def test_word_salad_is_a_finding_and_the_prompts_own_words_are_not():
+    video = default_registry().get("video")
+    salad = ("A socks wide ended loaf of bread inside full boards fall threatening gray paws figurerounding "
+             "attitude nondogaszpanska ref preaccerr atp attribution.")
+    found = assess("a red fox in snow", salad, video)
+    assert "word_salad" in [f.code for f in found.findings] and not found.passed
+    names = "Hayao Miyazaki totoro ghibli kodama susuwatari"
+    own = assess(names, f"{names} in a green forest clearing, soft morning light, gentle wind in the leaves.", video)
+    assert "word_salad" not in [f.code for f in own.findings]
