@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .data_cache import cache_root
 from .errors import ModelError, ModelNotFoundError
 from .hub_cache import find_snapshot, looks_like_repo_id, split_repo_id
 
@@ -52,14 +53,6 @@ class ModelSource:
     @property
     def ready(self) -> bool:
         return (self.directory / "config.json").is_file()
-
-
-def cache_root() -> Path:
-    env = os.environ.get("PROMPTX_CACHE")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "promptx"
 
 
 def embedded_gguf() -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 LAYERS = {
     "engine": {"progress": 0, "runtime": 1, "weights": 2, "decode": 3, "speculative": 4, "planning": 5,
                "generator": 6, "bench": 7, "training": 7},
-    "promptx": {"errors": 0, "text": 1, "profiles": 2, "quality": 3, "images": 3, "prompt_files": 3, "hub_cache": 3,
+    "promptx": {"errors": 0, "data_cache": 0, "text": 1, "profiles": 2, "quality": 3, "images": 3, "prompt_files": 3, "hub_cache": 3,
                 "tuning_pairs": 3, "image_url": 3, "options": 3, "languages": 3, "request": 4, "result": 4, "models": 4, "compose": 4,
                 "backends": 5, "structured": 5, "tune": 6,
                 "enhancer": 6, "batch_run": 7, "api": 7, "serve": 8, "diffusers": 8, "comfyui": 8, "ray": 8, "cli": 9, "__main__": 10, "__init__": 10},

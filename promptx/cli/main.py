@@ -6,6 +6,7 @@ shows the traceback instead.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -20,7 +21,25 @@ from .common import MODEL_HELP
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
 
-class PromptxGroup(click.Group):
+class LazyGroup(click.Group):
+    """A group whose ``lazy`` subcommands ("name": "module:attribute") are imported only when
+    used, so that ``promptx enhance`` does not import the bench, draft or eval code."""
+
+    def __init__(self, *args, lazy: dict[str, str] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, name: str):
+        if name in self.lazy and name not in self.commands:
+            module, _, attribute = self.lazy[name].partition(":")
+            self.add_command(getattr(importlib.import_module(module, __package__), attribute), name)
+        return super().get_command(ctx, name)
+
+
+class PromptxGroup(LazyGroup):
     """Turns promptx errors, interrupts and unexpected failures into one-line messages."""
 
     def invoke(self, ctx: click.Context):
@@ -44,7 +63,9 @@ class PromptxGroup(click.Group):
             ctx.exit(EXIT_ERROR)
 
 
-@click.group(cls=PromptxGroup)
+@click.group(cls=PromptxGroup, lazy={"bench": ".bench:bench", "eval": ".eval:eval_command",
+                                     "calibrate": ".calibrate:calibrate", "draft": ".draft:draft",
+                                     "tune": ".tune:tune_command", "serve": ".serve:serve_command"})
 @click.version_option(package_name="promptx")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.pass_context
@@ -303,7 +324,7 @@ def templates_show(name, templates_dir) -> None:
     click.echo(registry_for(templates_dir).get(name).model_dump_json(indent=2))
 
 
-@main.group(invoke_without_command=True)
+@main.group(cls=LazyGroup, invoke_without_command=True, lazy={"export": ".model_export:models_export"})
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def models(ctx, as_json) -> None:
@@ -322,27 +343,3 @@ def models(ctx, as_json) -> None:
         state = "cached" if row["cached"] else "not prepared yet"
         mark = " (default)" if row.get("default") else ""
         click.echo(f"{row['name']}{mark}: {state}" + (f" — {row['error']}" if row.get("error") else ""))
-
-
-def _register_subcommands() -> None:
-    from .bench import bench
-    from .calibrate import calibrate
-    from .draft import draft
-    from .eval import eval_command
-    from .model_export import models_export
-    from .serve import serve_command
-    from .tune import tune_command
-
-    main.add_command(bench)
-    main.add_command(eval_command)
-    main.add_command(calibrate)
-    main.add_command(draft)
-    main.add_command(tune_command)
-    main.add_command(serve_command)
-    models.add_command(models_export)
-
-
-_register_subcommands()
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

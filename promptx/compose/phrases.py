@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
 
+from ..data_cache import cached
 from ..errors import PromptxError
 from ..profiles.registry import builtin_template_dir
 
@@ -118,8 +119,13 @@ def default_directory() -> Path:
 
 @lru_cache(maxsize=4)
 def phrase_book(directory: str | None = None) -> PhraseBook:
-    """Every phrase file under ``directory`` (default: the builtin templates/phrases), checked."""
+    """Every phrase file under ``directory`` (default: the builtin templates/phrases), checked;
+    parsed once per version of the files (``promptx.data_cache``)."""
     root = Path(directory) if directory else default_directory()
+    return cached("phrase-book", sorted(root.rglob("*.toml")), lambda: _read_book(root))
+
+
+def _read_book(root: Path) -> PhraseBook:
     parts = {}
     for path in sorted((root / "parts").glob("*.toml")):
         part = load_part(path)

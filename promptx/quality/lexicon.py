@@ -19,6 +19,8 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from promptx.data_cache import cached
+
 __all__ = ["Lexicon", "lexicon"]
 
 _DATA = Path(__file__).with_name("data") / "lexicon.json.gz"
@@ -283,12 +285,16 @@ _LOCK = threading.Lock()
 _INSTANCE: Lexicon | None = None
 
 
+def _read_lexicon() -> Lexicon:
+    with gzip.open(_DATA, "rt", encoding="utf-8") as f:
+        return Lexicon(json.load(f))
+
+
 def lexicon() -> Lexicon:
-    """The shared ``Lexicon``, loaded on first use (~0.3 s)."""
+    """The shared ``Lexicon``, loaded on first use (~0.3 s; a few ms from ``promptx.data_cache``)."""
     global _INSTANCE
     if _INSTANCE is None:
         with _LOCK:
             if _INSTANCE is None:
-                with gzip.open(_DATA, "rt", encoding="utf-8") as f:
-                    _INSTANCE = Lexicon(json.load(f))
+                _INSTANCE = cached("lexicon", [_DATA], _read_lexicon)
     return _INSTANCE
