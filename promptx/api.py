@@ -1,7 +1,8 @@
 """The top-level convenience functions: a thin wrapper over a shared ``Enhancer``.
 
 ``enhance`` reuses one Enhancer per (model, templates_dir) so repeated calls
-in a pipeline load the model once.
+in a pipeline load the model once; ``shared_enhancer`` is that cache, keyed by any
+``Enhancer`` options (the diffusers wrapper uses it too).
 """
 
 from __future__ import annotations
@@ -16,12 +17,25 @@ _shared: dict[tuple, Enhancer] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_enhancer(model: str | Path | None = None, templates_dir: str | Path | None = None) -> Enhancer:
-    key = (str(model) if model is not None else None, str(templates_dir) if templates_dir else None)
+def shared_enhancer(model: str | Path | None = None, templates_dir=None, **init) -> Enhancer:
+    """The Enhancer made with these options, made once per process (options left None do not
+    count); options that cannot be a key (an object such as a Backend) get a new Enhancer."""
+    init = {"model": model, "templates_dir": templates_dir, **init}
+    try:
+        key = tuple(sorted((name, _key(value)) for name, value in init.items() if value is not None))
+        hash(key)
+    except TypeError:
+        return Enhancer(**init)
     with _shared_lock:
         if key not in _shared:
-            _shared[key] = Enhancer(model, templates_dir=templates_dir)
+            _shared[key] = Enhancer(**init)
         return _shared[key]
+
+
+def _key(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_key(v) for v in value)
+    return str(value) if isinstance(value, Path) else value
 
 
 def enhance(prompt: str | None, target: str = "video", *, model: str | Path | None = None,

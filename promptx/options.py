@@ -21,6 +21,9 @@ from .profiles.render import renders_language
 
 #: the largest seed: retries use the next seeds, and the samplers take 63-bit seeds
 MAX_SEED = 2**62
+#: the ranges of the numeric options (also the CLI's and ``promptx serve``'s)
+TEMPERATURE_RANGE = (0.0, 2.0)
+MAX_NEW_TOKENS_RANGE = (1, 4096)
 
 #: how much an enhancement adds: "light" the user's words and vetted phrases chosen without the
 #: model; "medium" vetted phrases ranked by the model's likelihood; "full" free prose by the model
@@ -46,10 +49,12 @@ class EnhanceOptions:
     def __post_init__(self) -> None:
         if self.caption is not None and not isinstance(self.caption, str):
             raise InvalidInputError("caption must be a string")
-        if self.temperature is not None and not (_is_number(self.temperature) and 0 <= self.temperature <= 2):
-            raise InvalidInputError("temperature must be between 0 and 2")
-        if self.max_new_tokens is not None and not (_is_int(self.max_new_tokens) and 1 <= self.max_new_tokens <= 4096):
-            raise InvalidInputError("max_new_tokens must be between 1 and 4096")
+        low, high = TEMPERATURE_RANGE
+        if self.temperature is not None and not (_is_number(self.temperature) and low <= self.temperature <= high):
+            raise InvalidInputError(f"temperature must be between {low:g} and {high:g}")
+        low, high = MAX_NEW_TOKENS_RANGE
+        if self.max_new_tokens is not None and not (_is_int(self.max_new_tokens) and low <= self.max_new_tokens <= high):
+            raise InvalidInputError(f"max_new_tokens must be between {low} and {high}")
         if self.seed is not None and not (_is_int(self.seed) and 0 <= self.seed <= MAX_SEED):
             raise InvalidInputError(f"seed must be a non-negative integer up to {MAX_SEED}")
         if self.style is not None and not isinstance(self.style, str):

@@ -8,11 +8,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from check_layers import violations  # noqa: E402
+from check_layers import cycles, violations  # noqa: E402
 
 
 def test_no_import_runs_up_a_layer():
     assert violations(ROOT) == []
+
+
+def test_no_modules_import_each_other():
+    assert cycles(ROOT) == []
+
+
+def test_the_check_sees_a_cycle_hidden_in_a_function_but_not_a_type_checking_import(tmp_path):
+    weights = tmp_path / "engine" / "weights"
+    weights.mkdir(parents=True)
+    (weights / "loading.py").write_text("def load():\n    from .adapters import split\n")
+    (weights / "adapters.py").write_text("from .loading import load\n")
+    (weights / "tokenizer.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                          "    from .vocab import Vocab\n")
+    (weights / "vocab.py").write_text("from .tokenizer import encode\n")
+    assert cycles(tmp_path) == ["engine.weights.adapters -> engine.weights.loading -> engine.weights.adapters"]
 
 
 def test_the_check_sees_an_import_that_runs_up(tmp_path):

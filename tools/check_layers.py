@@ -1,4 +1,6 @@
-"""Check that imports run down the layers (ARCHITECTURE.md): exit 1 and list every import that runs up.
+"""Check that imports run down the layers (ARCHITECTURE.md) and that no modules import each other
+(a cycle, even one closed by an import inside a function; ``if TYPE_CHECKING:`` imports do not
+count): exit 1 and list every import that runs up and every cycle.
 
 Every import counts, those inside functions too. Usage: ``python tools/check_layers.py [ROOT]``.
 """
@@ -69,13 +71,77 @@ def violations(root: Path) -> list[str]:
     return found
 
 
+def _runtime_imports(tree: ast.AST):
+    """The import nodes of a module that run when it runs (not those under ``if TYPE_CHECKING:``)."""
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(n) for child in node.body for n in ast.walk(child))
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in skipped]
+
+
+def cycles(root: Path) -> list[str]:
+    """One line per cycle of modules importing each other (at module level or inside functions:
+    an import inside a function that closes a cycle only hides it)."""
+    graph: dict[str, set[str]] = {}
+    modules = {_module(root, p) for top in LAYERS for p in (root / top).rglob("*.py")}
+    for top in LAYERS:
+        for path in sorted((root / top).rglob("*.py")):
+            module = _module(root, path)
+            edges = graph.setdefault(module, set())
+            for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+                for target in _imported(root, path, node):
+                    while target and target not in modules:
+                        target = target.rpartition(".")[0]
+                    if target and target != module and not module.startswith(target + "."):
+                        edges.add(target)
+    return [" -> ".join(cycle + [cycle[0]]) for cycle in _strong_components(graph) if len(cycle) > 1]
+
+
+def _strong_components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, each sorted, in a stable order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
 def main(argv: list[str]) -> int:
     root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1]
     found = violations(root)
+    loops = cycles(root)
     for line in found:
         print(line)
-    print(f"{len(found)} import(s) against the layers")
-    return 1 if found else 0
+    for line in loops:
+        print(f"import cycle: {line}")
+    print(f"{len(found)} import(s) against the layers, {len(loops)} import cycle(s)")
+    return 1 if found or loops else 0
 
 
 if __name__ == "__main__":

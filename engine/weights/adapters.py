@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from ..runtime.config import ModelConfig
+from .state_dict import read_state_dict
 
 ADAPTER_FORMAT = "promptx-lora-1"
 ADAPTER_NOTE = "adapter.json"      # written into a model directory an adapter was merged into
@@ -117,8 +118,6 @@ def apply_adapter_to_dir(model_dir: str | Path, adapter: str | Path) -> Path:
     keeps the adapter (``split_adapter``).
     """
     from safetensors.torch import save_file
-
-    from .loading import read_state_dict
 
     model_dir = Path(model_dir)
     info, tensors = load_adapter(adapter)

@@ -17,23 +17,8 @@ import torch
 
 from ..runtime.config import ModelConfig
 from ..runtime.model import Transformer
+from .state_dict import ModelLoadError, read_state_dict  # noqa: F401 - ModelLoadError: also imported from here
 from .tokenizer import ChatTokenizer
-
-
-class ModelLoadError(ValueError):
-    """The directory does not hold a loadable model."""
-
-
-def read_state_dict(model_dir: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    files = sorted(model_dir.glob("*.safetensors"))
-    if not files:
-        raise ModelLoadError(f"{model_dir}: no *.safetensors weight files")
-    state: dict[str, torch.Tensor] = {}
-    for path in files:
-        state.update(load_file(str(path)))
-    return state
 
 
 def _take(state: dict[str, torch.Tensor], name: str) -> torch.Tensor:

@@ -23,6 +23,7 @@ from pathlib import Path
 import click
 
 from ..errors import InvalidInputError
+from ..options import STRENGTHS
 from ..quality import KINDS, assess
 from .common import MODEL_HELP
 
@@ -127,7 +128,7 @@ def _row(source, spec, target, profile, text, assessment, *, fallback=False, ski
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--model", help=MODEL_HELP)
 @click.option("--dtype", default="auto", show_default=True, help="Model precision (see promptx enhance --help).")
-@click.option("--strength", type=click.Choice(("light", "medium", "full")),
+@click.option("--strength", type=click.Choice(STRENGTHS),
               help="What promptx writes (default: the Enhancer's, light with the embedded model).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and rows as JSON.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Write results and failure examples here.")

@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from ..errors import InvalidInputError, PromptxError
+from ..options import MAX_NEW_TOKENS_RANGE, MAX_SEED, STRENGTHS, TEMPERATURE_RANGE
 from .common import MODEL_HELP
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
@@ -141,15 +142,15 @@ def _stdin_text() -> str:
 @click.option("--image", type=click.Path(path_type=Path, dir_okay=False), help="Input image (image-to-video, image-to-image).")
 @click.option("--caption", help="A description of the input image.")
 @click.option("--model", help=MODEL_HELP)
-@click.option("--seed", type=click.IntRange(min=0), help="Seed for reproducible output.")
-@click.option("--temperature", type=click.FloatRange(0, 2), help="Sampling temperature (0 = greedy).")
-@click.option("--max-new-tokens", type=click.IntRange(1, 4096), help="Generation budget in tokens.")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Seed for reproducible output.")
+@click.option("--temperature", type=click.FloatRange(*TEMPERATURE_RANGE), help="Sampling temperature (0 = greedy).")
+@click.option("--max-new-tokens", type=click.IntRange(*MAX_NEW_TOKENS_RANGE), help="Generation budget in tokens.")
 @click.option("--style", help="Style preset of the profile (e.g. cinematic, anime, photographic).")
 @click.option("--language", help="Output language: en, keep, or a language code.")
 @click.option("--system-prompt", help="Replace the profile's system prompt.")
 @click.option("--templates-dir", type=click.Path(path_type=Path, file_okay=False), help="Extra template directory.")
 @click.option("--force", is_flag=True, help="Enhance even prompts that are already long, or in a language the model does not read.")
-@click.option("--strength", type=click.Choice(("light", "medium", "full")),
+@click.option("--strength", type=click.Choice(STRENGTHS),
               help="light: your words plus vetted phrases (no model needed; the embedded model's default); medium: "
                    "vetted phrases ranked by the model; full: free prose by the model (the default for other models).")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")

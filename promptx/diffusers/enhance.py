@@ -9,13 +9,13 @@ shared enhancer (the embedded model, loaded once).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from promptx.api import shared_enhancer
 from promptx.enhancer import Enhancer
 from promptx.errors import InvalidInputError
+from promptx.options import NAMES as OPTION_NAMES
 from promptx.profiles.schema import Profile, count_words
 from promptx.result import EnhancedPrompt
 from promptx.text.encoder_count import EncoderCounter
@@ -25,17 +25,13 @@ from .targets import target_for
 
 __all__ = ["enhance_for"]
 
-#: options of one enhancement (``Enhancer.enhance``)
-ENHANCE_OPTIONS = frozenset({"caption", "seed", "temperature", "max_new_tokens", "style", "language", "force",
-                             "speculative", "system_prompt", "constrain", "strength"})
+#: options of one enhancement (``Enhancer.enhance``; the image and the encoder counter come from the call)
+ENHANCE_OPTIONS = frozenset(OPTION_NAMES) - {"image", "encoder_counter"}
 #: options of a batch (``Enhancer.enhance_many``)
 BATCH_OPTIONS = frozenset({"batch_size", "progress"})
 #: options that make an Enhancer (``Enhancer(...)``)
 ENHANCER_OPTIONS = frozenset({"model", "backend", "templates_dir", "drafter", "dtype", "device", "retries", "quiet",
                               "planner", "base_url", "vision"})
-
-_enhancers: dict[tuple, Enhancer] = {}
-_enhancers_lock = threading.Lock()
 
 
 def split_options(options: Mapping[str, Any], *, batch: bool = True) -> tuple[dict, dict, dict]:
@@ -58,17 +54,7 @@ def resolve_enhancer(enhancer: Enhancer | None, init: Mapping[str, Any]) -> Enha
             raise InvalidInputError(f"pass either enhancer= or Enhancer options ({', '.join(sorted(init))}), "
                                     f"not both")
         return enhancer
-    if set(init) <= {"model", "templates_dir"}:
-        return shared_enhancer(init.get("model"), init.get("templates_dir"))
-    key = tuple(sorted(init.items()))
-    try:
-        hash(key)
-    except TypeError:                       # e.g. several template directories in a list
-        return Enhancer(**init)
-    with _enhancers_lock:
-        if key not in _enhancers:
-            _enhancers[key] = Enhancer(**init)
-        return _enhancers[key]
+    return shared_enhancer(**init)
 
 
 def grounding_image(image: Any) -> Any:
@@ -161,9 +147,7 @@ def enhance_for(pipe: Any, prompt: str | None, *, target: str | None = None, enh
     ``result.stats.encoder_tokens`` the count of the pipeline's tokenizer
     (``stats.encoder_counter`` "pipeline:tokenizer_N").
     """
-    from .wrapper import EnhancedPipeline
-
-    if isinstance(pipe, EnhancedPipeline):
+    if getattr(type(pipe), "wraps_a_pipeline", False):     # promptx's EnhancedPipeline: the pipeline inside
         pipe = pipe.pipe
     init, enhance_options, _ = split_options(options, batch=False)
     chosen = resolve_enhancer(enhancer, init)

@@ -57,6 +57,9 @@ class _Arguments:
 class EnhancedPipeline:
     """A pipeline whose calls enhance their prompt with promptx (see ``enhance_pipeline``)."""
 
+    #: how ``enhance_for`` tells this wrapper from a pipeline (without importing this module)
+    wraps_a_pipeline = True
+
     def __init__(self, pipe: Any, *, target: str | None = None, always: bool = False,
                  enhancer: Enhancer | None = None, **options) -> None:
         if not callable(pipe):

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..options import MAX_NEW_TOKENS_RANGE, MAX_SEED, STRENGTHS, TEMPERATURE_RANGE
+
 
 class EnhanceBody(BaseModel):
     """``POST /v1/enhance``: what ``promptx.enhance`` takes, with the image as base64. Types are
@@ -21,13 +23,13 @@ class EnhanceBody(BaseModel):
     target: str = "video"
     image: str | None = Field(default=None, description="the input image file, base64 (a data: URL is fine)")
     caption: str | None = None
-    seed: int | None = Field(default=None, ge=0)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_new_tokens: int | None = Field(default=None, ge=1, le=4096)
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
+    temperature: float | None = Field(default=None, ge=TEMPERATURE_RANGE[0], le=TEMPERATURE_RANGE[1])
+    max_new_tokens: int | None = Field(default=None, ge=MAX_NEW_TOKENS_RANGE[0], le=MAX_NEW_TOKENS_RANGE[1])
     style: str | None = None
     language: str | None = None
     force: bool = False
-    strength: Literal["light", "medium", "full"] | None = Field(
+    strength: Literal[STRENGTHS] | None = Field(
         default=None, description="light / medium: vetted phrases; full: free prose; None: the server's default")
 
 
