@@ -91,7 +91,7 @@ def test_low_rank_terms_add_what_a_merged_adapter_adds():
 def test_a_merged_adapter_is_split_back_out_of_a_prepared_directory(tmp_path):
     """The int4 loader takes the adapter out of the merged weights: the base comes back (to fp32
     precision) and the low-rank terms are the adapter's."""
-    from engine.training.lora import AdapterInfo, apply_adapter_to_dir, attach_lora, save_adapter
+    from engine.training.lora import apply_adapter_to_dir, attach_lora, save_adapter
     from engine.weights.adapters import ADAPTER_COPY, split_adapter
     from engine.weights.loading import load_transformer
     from tests.engine.test_lora import save_hf_dir
@@ -162,14 +162,16 @@ def test_the_lean_pass_computes_what_the_modules_compute(one_thread, bias):
         taps = i % 2 == 0
         assert model.lean.handles(token, caches["lean"], taps=taps)
         runs = iter(caches.values())
-        lean, reference = _lean_and_module(model, lambda m: m(token, next(runs), taps=taps))
+        lean, reference = _lean_and_module(model, lambda m, token=token, runs=runs, taps=taps:
+                                           m(token, next(runs), taps=taps))
         assert torch.equal(lean.logits, reference.logits)
         assert (lean.taps is None) == (not taps) and (not taps or torch.equal(lean.taps, reference.taps))
         if i % 3 == 1:                                 # a verification pass at slots in lane columns
             assert model.lean.handles(torch.zeros(1, tree.size + 1, dtype=torch.long), caches["lean"],
                                       positions=torch.arange(tree.size + 1), slots=torch.arange(tree.size + 1))
             runs = iter(caches.values())
-            lean_tree, module_tree = _lean_and_module(model, lambda m: verify_pass(m, next(runs), 4, tree))
+            lean_tree, module_tree = _lean_and_module(model, lambda m, runs=runs, tree=tree:
+                                                      verify_pass(m, next(runs), 4, tree))
             assert all(torch.equal(a, b) for a, b in zip(lean_tree, module_tree))
         assert torch.equal(caches["lean"].k, caches["module"].k) and torch.equal(caches["lean"].v, caches["module"].v)
         for cache in caches.values():

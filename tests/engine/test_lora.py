@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.training.data import Record
-from engine.training.lora import (AdapterError, AdapterInfo, LoRALinear, apply_adapter_to_dir, attach_lora,
+from engine.training.lora import (AdapterError, LoRALinear, apply_adapter_to_dir, attach_lora,
                                   load_adapter, merge_lora, read_adapter_info, read_adapter_note, save_adapter)
 from engine.training.sft import SFTConfig, answer_loss, train_lora
 from engine.weights.loading import load_transformer
