@@ -169,7 +169,8 @@ class EmbeddedBackend(Backend):
         except (RuntimeError, ValueError) as exc:
             raise BackendError(f"generation failed: {exc}") from exc
         latency = time.perf_counter() - started
-        return [self._output(stop.trim_text(self.generator.tokenizer.decode(tokens)), ids, s, latency, speculative)
+        drafted = speculative and len(requests) == 1          # a batch decodes plainly (Generator.generate_many)
+        return [self._output(stop.trim_text(self.generator.tokenizer.decode(tokens)), ids, s, latency, drafted)
                 for tokens, ids, s, stop in zip(outputs, prompts, stats, stops)]
 
     def _sampling_params(self, options: GenerationOptions):

@@ -56,11 +56,15 @@ def serve_command(host, port, api_key, model, dtype, drafter, no_speculative, te
     options = dict(model=model, dtype=None if dtype == "auto" else dtype, drafter=drafter,
                    speculative=not no_speculative, templates_dir=templates_dir)
     def make_app():
-        return create_app(ServerState(options, limits), api_key=api_key)
+        state = ServerState(options, limits)
+        if workers > 1:          # a worker accepts connections once its model is loaded
+            state.load_now()
+        return create_app(state, api_key=api_key)
 
     config = dict(log_level="warning", access_log=False, timeout_graceful_shutdown=None)
-    plural = f"{workers} workers, each loading" if workers > 1 else "the model loads"
-    click.echo(f"promptx serve: http://{host}:{port} ({plural} in the background; /health says when)", err=True)
+    loading = (f"{workers} workers, each answering once its model is loaded" if workers > 1
+               else "the model loads in the background; /health says when")
+    click.echo(f"promptx serve: http://{host}:{port} ({loading})", err=True)
     # uvicorn finishes the requests in flight on SIGTERM/SIGINT, then raises the signal again
     # under the handler found at start: this one, so that a clean shutdown exits 0
     if workers == 1:

@@ -76,7 +76,7 @@ def form_findings(prompt: str, text: str, *, fmt: str, language: str, min_words:
         found.append(Finding(kind="form", code="explains", words=[explains.group(0)],
                              detail=f'the output explains instead of describing a picture ("{explains.group(0)}")'))
     found += _language_findings(prompt, text, language)
-    found += _salad_findings(prompt, unquoted, language, lex)
+    found += _salad_findings(prompt, unquoted, language, lex, SALAD_SHARE_TAGS if fmt == "tags" else SALAD_SHARE)
     found += _length_findings(text, min_words, max_words)
     return found
 
@@ -86,10 +86,12 @@ def form_findings(prompt: str, text: str, *, fmt: str, language: str, min_words:
 # the model's texts at its profiles' temperatures 0-1%, at 1.0 0%, at 1.5 2-8%, at 2.0 13-39%
 # ("figurerounding", "taark", "encumbent")
 SALAD_SHARE = 0.1
+# tags are short and full of trade words the lexicon lacks ("uhd, kodak portra": 3 of 22)
+SALAD_SHARE_TAGS = 0.25
 SALAD_MIN_WORDS = 8
 
 
-def _salad_findings(prompt: str, text: str, language: str, lex: Lexicon) -> list[Finding]:
+def _salad_findings(prompt: str, text: str, language: str, lex: Lexicon, share: float) -> list[Finding]:
     """English output whose words are not English words (sampling too hot, a broken model)."""
     english_out = language in ("english", "en") or (language == "keep" and identify_language(prompt) == "en")
     if not english_out or detect_language(text) != "en":
@@ -97,7 +99,7 @@ def _salad_findings(prompt: str, text: str, language: str, lex: Lexicon) -> list
     own = set(_WORD.findall(prompt.lower()))
     words = [w for w in re.findall(r"(?<![\w'-])[a-z]+(?:'[a-z]+)?(?![\w'-])", text) if len(w) > 1 and w not in own]
     unknown = [w for w in words if not (lex.knows(w) or is_english_word(w))]
-    if len(words) < SALAD_MIN_WORDS or len(unknown) <= SALAD_SHARE * len(words):
+    if len(words) < SALAD_MIN_WORDS or len(unknown) <= share * len(words):
         return []
     return [Finding(kind="form", code="word_salad", words=unknown[:5],
                     detail=f"{len(unknown)} of {len(words)} words are not English words ({', '.join(unknown[:5])})")]

@@ -58,9 +58,16 @@ class ServerState:
 
     # -- loading ---------------------------------------------------------------------------------
     def load_in_background(self) -> threading.Thread:
+        """Load the model on a thread (``/health`` says 503 until it is ready); nothing to do
+        when ``load_now`` did it already."""
         thread = threading.Thread(target=self._load, name="promptx-load", daemon=True)
-        thread.start()
+        if self.enhancer is None and self.load_error is None:
+            thread.start()
         return thread
+
+    def load_now(self) -> None:
+        """Load the model before serving (a worker of several: while it loads, the others answer)."""
+        self._load()
 
     def _load(self) -> None:
         try:

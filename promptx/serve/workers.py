@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 from typing import Any, Callable
 
 from ..errors import InvalidInputError
@@ -59,6 +60,8 @@ def serve_workers(make_app: Callable[[], Any], sock: socket.socket, workers: int
                 status = 0
             except SystemExit as done:
                 status = done.code if isinstance(done.code, int) else 0
+            except BaseException as exc:              # noqa: BLE001 - said, then the worker ends
+                print(f"promptx serve: a worker failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             finally:
                 os._exit(status)
         children.append(pid)

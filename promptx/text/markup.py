@@ -1,8 +1,8 @@
 """HTML markup and terminal control codes in a prompt or in a model's text: removed, since a
 text encoder reads them as words (or bytes).
 
-``without_controls`` drops ANSI escape sequences and control characters (NUL, BEL, ESC, C1
-codes, ...) other than tabs and line breaks, which count as spaces.
+``without_controls`` drops ANSI escape sequences and turns control characters (NUL, BEL, C1
+codes, ...) into spaces; tabs and line breaks stay (they are spaces already).
 
 ``strip_markup`` drops the tags of HTML elements (``<b>``, ``</p>``, ``<span class="x">``,
 ``<img src=...>``), HTML comments, and whole ``<script>``/``<style>``/``<iframe>`` elements
@@ -48,5 +48,5 @@ def strip_markup(text: str) -> str:
 
 
 def without_controls(text: str) -> str:
-    """``text`` without ANSI escape sequences and control characters (tabs and line breaks stay)."""
-    return _CONTROL.sub("", _ANSI.sub("", text))
+    """``text`` without ANSI escape sequences, control characters as spaces (tabs and line breaks stay)."""
+    return _CONTROL.sub(" ", _ANSI.sub("", text))
