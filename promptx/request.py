@@ -182,7 +182,8 @@ def _check_prompt(profile: Profile, prompt: Any, *, has_image: bool) -> str:
     require_unicode("prompt", prompt)
     text = " ".join(strip_markup(without_controls(prompt)).split())
     if not text and prompt.strip():
-        raise InvalidInputError("prompt holds only HTML markup (removed: a text encoder reads it as words)")
+        raise InvalidInputError("prompt holds only HTML markup or control characters (removed: a text encoder "
+                                "reads them as words)")
     if not text and not (profile.task == "i2v"):
         raise InvalidInputError("prompt is empty")
     if not text and profile.task == "i2v" and not has_image:
