@@ -21,7 +21,7 @@ import tomllib
 from dataclasses import dataclass
 
 from .profiles.registry import builtin_template_dir
-from .text.language import detect_language, script_counts
+from .text.language import detect_language, has_cjk, is_cjk_char, script_counts
 
 __all__ = ["LANGUAGE_NAMES", "describe_language", "identify_language", "is_english_word"]
 
@@ -67,12 +67,8 @@ def _english_words() -> frozenset[str]:
 
 
 def is_english_word(word: str) -> bool:
-    """A known English word (lower case), or a known stem with an English ending."""
-    return _english(word)
-
-
-def _english(word: str) -> bool:
-    """A known English word, or one with an English ending on a known stem ("skateboarding")."""
+    """A known English word (lower case), or one with an English ending on a known stem
+    ("skateboarding")."""
     known = _english_words()
     if word in known:
         return True
@@ -96,7 +92,7 @@ def _latin_code(words: list[str]) -> str:
     words = [w for w in words if len(w) > 1]
     if not words:
         return "en"
-    english = sum(_english(w) for w in words)
+    english = sum(is_english_word(w) for w in words)
     best = max(_latin_languages(), key=lambda lang: lang.hits(words))
     best_hits = best.hits(words)
     if best_hits > english or (best_hits and english * 2 < len(words)):
@@ -116,26 +112,14 @@ def identify_language(text: str) -> str:
     coarse = detect_language(text)
     counts = script_counts(text)
     cjk = counts["han"] + counts["kana"] + counts["hangul"]
-    latin_words = [w for w in _WORD.findall(text.lower().replace("i\u0307", "i")) if w.isascii() or not _has_cjk_letter(w)]
+    latin_words = [w for w in _WORD.findall(text.lower().replace("i\u0307", "i")) if not has_cjk(w)]
     if cjk:
-        english = sum(_english(w) for w in latin_words)
+        english = sum(is_english_word(w) for w in latin_words)
         if cjk >= MIX_CJK_CHARS and english >= MIX_ENGLISH_WORDS:
-            cjk_code = coarse if coarse in ("zh", "ja", "ko") else _cjk_code(counts)
-            return f"en+{cjk_code}"
+            return f"en+{detect_language(''.join(ch for ch in text if is_cjk_char(ch)))}"
         if coarse in ("zh", "ja", "ko"):
             return coarse
     return _latin_code(latin_words) if latin_words else coarse
-
-
-def _has_cjk_letter(word: str) -> bool:
-    counts = script_counts(word)
-    return bool(counts["han"] + counts["kana"] + counts["hangul"])
-
-
-def _cjk_code(counts: dict[str, int]) -> str:
-    if counts["hangul"] >= counts["han"] + counts["kana"]:
-        return "ko"
-    return "ja" if counts["kana"] else "zh"
 
 
 def describe_language(code: str) -> str:

@@ -64,12 +64,10 @@ class RequestBatcher:
     def _lead(self, mine: _Pending) -> None:
         """Decode queued batches until this caller's request is done, then hand over."""
         try:
-            first = True
+            with self._cond:
+                self._gather()
             while not mine.done:
                 with self._cond:
-                    if first:
-                        self._gather()
-                        first = False
                     batch, self._queue = self._queue[:self.max_batch], self._queue[self.max_batch:]
                 if not batch:                     # cannot happen: this caller's request is queued
                     raise RuntimeError("request batcher lost a request")

@@ -344,3 +344,7 @@ def models(ctx, as_json) -> None:
         state = "cached" if row["cached"] else "not prepared yet"
         mark = " (default)" if row.get("default") else ""
         click.echo(f"{row['name']}{mark}: {state}" + (f" — {row['error']}" if row.get("error") else ""))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -18,18 +18,19 @@ import re
 
 __all__ = ["strip_markup", "without_controls"]
 
-_ELEMENTS = ("a|abbr|b|big|blockquote|body|br|button|center|code|del|div|em|embed|font|form|h[1-6]|head|hr|html|"
-             "i|img|input|ins|label|li|link|mark|meta|object|ol|p|pre|q|s|small|span|strike|strong|"
-             "sub|sup|svg|table|tbody|td|th|thead|title|tr|tt|u|ul|video|audio|source|frame")
+# block elements become a line break (the words on either side stay apart), inline ones nothing
+_BLOCK_ELEMENTS = ("br|p|hr|div|li|ul|ol|h[1-6]|tr|td|th|table|tbody|thead|blockquote|pre|center|body|html|head|"
+                   "title|form|frame|video|audio|source|img|input|button|label")
+_INLINE_ELEMENTS = ("a|abbr|b|big|code|del|em|embed|font|i|ins|link|mark|meta|object|q|s|small|span|strike|strong|"
+                    "sub|sup|svg|tt|u")
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _CODE = "script|style|iframe|noscript"
 _CODE_ELEMENT = re.compile(rf"<({_CODE})\b[^>]*>.*?</\1\s*>", re.I | re.S)
 _CODE_TAG = re.compile(rf"</?(?:{_CODE})\b[^<>]*>", re.I)
 _COMMENT = re.compile(r"<!--.*?-->|<!--", re.S)
-_TAG = re.compile(rf"</?(?:{_ELEMENTS})(?:\s[^<>]*)?/?>", re.I)
-_BLOCK = re.compile(r"</?(?:br|p|hr|div|li|ul|ol|h[1-6]|tr|td|th|table|tbody|thead|blockquote|pre|center|"
-                    r"body|html|head|title|form|frame|iframe|video|audio|source|img|input|button|label)\b", re.I)
+_BLOCK_TAG = re.compile(rf"</?(?:{_BLOCK_ELEMENTS})(?:\s[^<>]*)?/?>", re.I)
+_INLINE_TAG = re.compile(rf"</?(?:{_INLINE_ELEMENTS})(?:\s[^<>]*)?/?>", re.I)
 # a text whose tags keep revealing new ones is not a prompt: stop after this many passes
 MAX_PASSES = 8
 
@@ -40,7 +41,7 @@ def strip_markup(text: str) -> str:
         if "<" not in text:
             return text
         stripped = _CODE_ELEMENT.sub("", _COMMENT.sub("", text))
-        stripped = _TAG.sub(lambda m: "\n" if _BLOCK.match(m.group(0)) else "", stripped)
+        stripped = _INLINE_TAG.sub("", _BLOCK_TAG.sub("\n", stripped))
         if stripped == text:
             return _CODE_TAG.sub("", text)          # an unclosed code element: its tag goes
         text = stripped
