@@ -38,12 +38,14 @@ from ..decode.stats import DecodeStats
 from ..decode.stopping import StopChecker
 from ..runtime.model import Transformer
 from ..speculative.drafter import Drafter
+from ..speculative.copy_draft import CopySession
 from ..speculative.loop import DraftPass, DraftState, FixedTree, decode_speculative
 from ..speculative.planner import Planner, TreeConfig
 from ..speculative.tree import DraftTree, TreeExpansion, select_top_nodes
 from .acceptance import AcceptanceCalibrator
+from .copy_planner import CopyPlanner
 from .cost_table import CostTable, CostTableError, table_path
-from .policy import best_verify_count, choose_width
+from .policy import best_copy_length, best_verify_count, choose_width
 
 
 SAMPLING_CONTEXT = 256     # context length at which ``Harness.for_sampling`` compares costs
@@ -69,6 +71,7 @@ class HarnessConfig:
     round_smoothing: float = 0.05
     pace_margin: float = 0.03      # speculate unless its seconds per token are this much worse
     measure_rounds: int = 4        # speculative rounds measured together (at first, after each plain run)
+    copy_scale: float = 0.6        # prior observed/predicted acceptance of copy drafts (the fixed one for sampling)
 
 
 class Harness(Planner):
@@ -101,6 +104,9 @@ class Harness(Planner):
         self._plain_run = self.config.plain_run   # length of the next run of plain steps
         self._plain_left: int | None = None   # plain steps left in the current run (None: no run)
         self._remeasuring = False  # the current round re-measures speculation after a used-up run
+        self.copy_scale = self.config.copy_scale
+        self._copy_predicted = 0.0        # the predicted accepted tokens of the last copy chain
+        self._copy_means = {"predicted": None, "accepted": None}
 
     @classmethod
     def for_model(cls, model: Transformer, drafter: Drafter, directory: str | Path | None = None,
@@ -181,7 +187,8 @@ class Harness(Planner):
     # ---- seeded sampling ----------------------------------------------------------------------------
     def for_sampling(self) -> Planner | None:
         """The drafter's fixed tree (``TreeConfig()``) where the cost table predicts it beats plain
-        decoding at batch 1, else None (plain). Predicted from the table alone, with the prior
+        decoding at batch 1, else copy drafts priced by the table (``CopyPlanner``) where the harness
+        has ``copies``, else None (plain). Predicted from the table alone, with the prior
         acceptance ``child_accept`` per level along the tree's best path, so a seed gives the same
         text every time on this device."""
         tree, context, costs = TreeConfig(), SAMPLING_CONTEXT, self.costs
@@ -189,7 +196,36 @@ class Harness(Planner):
         round_s = (costs.draft_seconds(1, 1) + (tree.max_depth - 1) * costs.draft_seconds(tree.top_k, 1)
                    + costs.verify_seconds(tree.budget + 1, context, 1))
         plain_s = costs.verify_seconds(1, context, 1)
-        return FixedTree(tree) if round_s / expected_tokens * (1 + self.config.pace_margin) < plain_s else None
+        if round_s / expected_tokens * (1 + self.config.pace_margin) < plain_s:
+            return FixedTree(tree)
+        return CopyPlanner(costs, self.copies, self.config.copy_scale) if self.copies is not None else None
+
+    # ---- copy drafts -----------------------------------------------------------------------------
+    def copy_chain(self, session: CopySession, context: int) -> list[int]:
+        """The part of the session's copy draft predicted to pay against a plain step, the values
+        corrected by ``copy_scale`` (observed over predicted acceptance, a running estimate)."""
+        chain, values = session.propose()
+        count = best_copy_length(values, self.copy_scale, lambda n: self.verify_seconds(n, context)) if chain else 0
+        self._copy_predicted = sum(values[:count])
+        return chain[:count]
+
+    def prefers_copy(self, session: CopySession, context: int) -> bool:
+        """A copy draft instead of the drafter's chain when it is expected to have as many tokens
+        accepted as a drafted round has had (measured; before any, the prior child acceptance
+        down a chain) and costs no drafting."""
+        if not self.copy_chain(session, context):
+            return False
+        tokens = self._round_pace["tokens"]
+        drafted = tokens - 1 if tokens is not None else self.child_accept / (1 - self.child_accept)
+        return self.copy_scale * self._copy_predicted >= drafted
+
+    def observe_copy(self, proposed: int, accepted: int) -> None:
+        if not proposed or self._copy_predicted <= 0:
+            return
+        w, means = self.config.round_smoothing, self._copy_means
+        for key, value in (("predicted", self._copy_predicted), ("accepted", accepted)):
+            means[key] = value if means[key] is None else (1 - w) * means[key] + w * value
+        self.copy_scale = min(2.0, max(0.05, means["accepted"] / means["predicted"]))
 
     # ---- plain steps (batch 1) -----------------------------------------------------------------
     def plain_steps(self, context: int) -> int:
@@ -326,6 +362,7 @@ class Harness(Planner):
         confidence = pending.get("confidence", [])
         accepted = set(result.accepted_nodes)
         tested = tree.root_children + [c for node in result.accepted_nodes for c in tree.children[node]]
+        tested = [i for i in tested if i < len(confidence)]          # grafted copy nodes carry none
         self.calibrator.observe([confidence[i] for i in tested], [i in accepted for i in tested])
         w = self.config.latency_smoothing
         if pending.get("predicted_verify_s"):

@@ -32,9 +32,10 @@ from ..decode.stats import DecodeStats
 from ..decode.stopping import StopChecker
 from ..runtime.exact_rows import KEY_BLOCK
 from ..runtime.model import Transformer
+from .copy_draft import CopySession
 from .drafter import Drafter
 from .planner import Planner, TreeConfig
-from .tree import DraftTree, TreeExpansion
+from .tree import DraftTree, TreeExpansion, graft_chain
 from .verify import verify
 
 
@@ -197,35 +198,58 @@ def tree_room(max_nodes: int, lane_stride: int, max_columns: int | None = None) 
 
 
 class _PlainRun:
-    """Plain decoding steps inside a speculative decode: one token per target pass, computed
-    exactly as ``decode_autoregressive`` does, keeping the taps for the drafter's catch-up."""
+    """Steps inside a speculative decode that do not run the drafter: plain decoding steps, one
+    token per target pass computed exactly as ``decode_autoregressive`` does, and copy rounds
+    (a copy draft, ``engine.speculative.copy_draft``, verified in one pass) where the planner
+    prices one to pay; the taps are kept for the drafter's catch-up."""
 
-    def __init__(self, model, cache, root: int, params, stop: StopChecker, stats: DecodeStats, generator) -> None:
+    def __init__(self, model, cache, root: int, params, stop: StopChecker, stats: DecodeStats, generator,
+                 planner: Planner, copies: "CopySession | None") -> None:
         self.model, self.cache, self.root, self.params = model, cache, root, params
         self.stop, self.stats, self.generator = stop, stats, generator
+        self.planner, self.copies = planner, copies
         self.tokens: list[int] = []
         self.taps: list[torch.Tensor] = []
 
     def steps(self, count: int) -> Iterator[list[int]]:
+        """At least ``count`` tokens (a copy round may give more), fewer if the decode stops."""
         token = self.root
-        for _ in range(count):
+        while len(self.tokens) < count:
             started = time.perf_counter()
-            out = self.model(torch.tensor([[token]], device=self.cache.k.device), self.cache, taps=True)
-            self.cache.commit(1)
-            token = pick_token(out.logits[0, -1], self.stop.tokens, self.params, self.generator)
+            chain = self.planner.copy_chain(self.copies, self.cache.length) if self.copies is not None else []
+            tokens, taps, accepted = self._copy(token, chain) if chain else self._plain(token)
             seconds = time.perf_counter() - started
             self.stats.verify_s += seconds
             self.stats.target_forwards += 1
-            self.stats.record_round(0, 0)
-            self.stats.rounds.append({"plain": True, "nodes": 0, "depth": 0, "accepted": 0,
-                                      "predicted_accepted": None, "predicted_s": None, "seconds": round(seconds, 5)})
-            self.taps.append(out.taps)
-            self.tokens.append(token)
-            emitted = commit_tokens([token], self.stop, self.stats)
+            self.stats.record_round(accepted, len(chain))
+            self.stats.rounds.append({"plain": not chain, "copy": len(chain), "nodes": len(chain),
+                                      "depth": len(chain), "accepted": accepted, "predicted_accepted": None,
+                                      "predicted_s": None, "seconds": round(seconds, 5)})
+            self.taps.append(taps)
+            self.tokens += tokens
+            if self.copies is not None:
+                self.copies.commit(tokens)
+            token = tokens[-1]
+            emitted = commit_tokens(tokens, self.stop, self.stats)
             if emitted:
                 yield emitted
             if self.stop.done:
                 return
+
+    def _plain(self, token: int) -> tuple[list[int], torch.Tensor, int]:
+        out = self.model(torch.tensor([[token]], device=self.cache.k.device), self.cache, taps=True)
+        self.cache.commit(1)
+        return [pick_token(out.logits[0, -1], self.stop.tokens, self.params, self.generator)], out.taps, 0
+
+    def _copy(self, token: int, chain: list[int]) -> tuple[list[int], torch.Tensor, int]:
+        model, cache = self.model, self.cache
+        tree = fit_lanes(DraftTree.chain(chain), cache.length, model.lane_stride, model.max_columns)
+        logits, taps, slots = verify_pass(model, cache, token, tree)
+        result = verify(tree, logits, self.stop.tokens, self.params, self.generator)
+        rows = result.kept_rows
+        cache.compact(slots[rows])
+        self.planner.observe_copy(len(chain), result.num_accepted)
+        return result.tokens, taps[:, rows], result.num_accepted
 
 
 @torch.inference_mode()
@@ -242,7 +266,8 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     stats.prompt_tokens = len(prompt_ids)
     if stop.done:
         return
-    room = tree_room(planner.max_nodes, model.lane_stride, model.max_columns)
+    copy_nodes = planner.copies.max_length if planner.copies is not None else 0     # a grafted copy draft
+    room = tree_room(planner.max_nodes + copy_nodes, model.lane_stride, model.max_columns)
     capacity = len(prompt_ids) + params.max_new_tokens + room
     cache = model.new_cache(capacity)
     generator = make_generator(params.seed)
@@ -257,6 +282,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     if stop.done:
         return
     state = DraftState(drafter.new_cache(capacity + planner.draft_slots), root_out=None)
+    copies = planner.copies.start(list(prompt_ids) + [root]) if planner.copies is not None else None
     # what the drafter has not been fed yet (target features, the tokens after them): fed at the
     # next round that drafts, so plain steps (or a whole plain decode) never run the drafter
     pending_taps, pending_tokens = [out.taps], list(prompt_ids[1:]) + [root]
@@ -264,10 +290,13 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     while True:
         paced = time.perf_counter()
         steps = planner.plain_steps(cache.length)
-        if steps:       # speculation predicted not to pay: plain steps
-            run = _PlainRun(model, cache, root, params, stop, stats, generator)
-            yield from run.steps(steps)
-            planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=True)
+        # a chain-only model verifies one chain a round: a copy draft expected to beat the drafter's goes alone
+        copy_alone = not steps and copies is not None and model.max_columns == 1 \
+            and planner.prefers_copy(copies, cache.length)
+        if steps or copy_alone:       # speculation predicted not to pay (plain steps), or a copy round
+            run = _PlainRun(model, cache, root, params, stop, stats, generator, planner, copies)
+            yield from run.steps(steps or 1)
+            planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=bool(steps))
             if stop.done:
                 break
             pending_taps.append(torch.cat(run.taps, dim=1))
@@ -282,8 +311,11 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         if resuming:     # feeding what plain steps left is a one-time cost, not this round's pace
             paced += t0 - feeding
         resuming = False
-        tree = fit_lanes(planner.draft(drafter, state, cache.length), cache.length, model.lane_stride,
-                         model.max_columns)
+        tree = planner.draft(drafter, state, cache.length)
+        chain = _graftable_copy(planner, copies, model, cache.length)
+        if chain:
+            tree = graft_chain(tree, chain)
+        tree = fit_lanes(tree, cache.length, model.lane_stride, model.max_columns)
         t1 = time.perf_counter()
         logits, taps, slots = verify_pass(model, cache, root, tree)
         result = verify(tree, logits, stop.tokens, params, generator)
@@ -292,6 +324,8 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         stats.verify_s += t2 - t1
         stats.target_forwards += 1
         planner.observe(tree, result, t1 - t0, t2 - t1, stats)
+        if chain:
+            planner.observe_copy(len(chain), _common_prefix(chain, result.tokens[:-1]))
         stats.record_round(result.num_accepted, tree.max_depth)
         emitted = commit_tokens(result.tokens, stop, stats)
         if emitted:
@@ -300,7 +334,24 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
             break
         rows = result.kept_rows
         cache.compact(slots[rows])
+        if copies is not None:
+            copies.commit(result.tokens)
         pending_taps, pending_tokens = [taps[:, rows]], list(result.tokens)
         root = result.tokens[-1]
         planner.observe_pace(len(result.tokens), time.perf_counter() - paced, plain=False)
     stats.decode_s = time.perf_counter() - started
+
+
+def _graftable_copy(planner: Planner, copies: "CopySession | None", model: Transformer, context: int) -> list[int]:
+    """The copy draft to graft onto a drafted tree: only where the model verifies several columns
+    (a chain-only model verifies the drafter's chain; copies then go in the rounds without it)."""
+    if copies is None or model.max_columns == 1:
+        return []
+    return planner.copy_chain(copies, context)
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:
     from ..decode.stats import DecodeStats
+    from .copy_draft import CopyDrafter, CopySession
     from .drafter import Drafter
     from .tree import DraftTree
 
@@ -44,12 +45,14 @@ class Planner(ABC):
 
     ``max_nodes``: most tree nodes one round verifies; ``draft_slots``: most drafter cache
     slots one tree may use; ``adaptive``: the choices depend on measured timings, so a seeded
-    sampled decode would not repeat itself (callers then use a fixed tree).
+    sampled decode would not repeat itself (callers then use a fixed tree); ``copies``: copy
+    drafts (``engine.speculative.copy_draft``) the planner prices with ``copy_chain``, or None.
     """
 
     max_nodes: int
     draft_slots: int
     adaptive: bool = False
+    copies: "CopyDrafter | None" = None
 
     @abstractmethod
     def draft(self, drafter: "Drafter", state, context: int) -> "DraftTree":
@@ -81,3 +84,15 @@ class Planner(ABC):
 
     def observe_pace(self, tokens: int, seconds: float, plain: bool) -> None:
         """Wall time of a speculative round or a run of plain steps, everything included."""
+
+    def copy_chain(self, session: "CopySession", context: int) -> list[int]:
+        """The copy draft to verify after the committed tokens (empty: none). Default: none."""
+        return []
+
+    def prefers_copy(self, session: "CopySession", context: int) -> bool:
+        """Whether the next round should verify a copy draft instead of drafting (a model that
+        verifies one chain per round). Default: no."""
+        return False
+
+    def observe_copy(self, proposed: int, accepted: int) -> None:
+        """How many tokens of the last ``copy_chain`` the target accepted (default: nothing to learn)."""

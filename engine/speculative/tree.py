@@ -9,6 +9,7 @@ path, so a parent never scores below its child.
   (depths, ancestor mask, children lists, leaf paths).
 - ``select_top_nodes``: EAGLE-2 rerank, the best ``budget`` nodes of a
   candidate pool as a connected tree.
+- ``graft_chain``: a copy draft (``engine.speculative.copy_draft``) merged into a tree.
 - ``TreeExpansion``: EAGLE-2 expansion bookkeeping (frontier, pool, scores),
   driven by a caller that runs the drafter.
 
@@ -135,6 +136,26 @@ class DraftTree:
         mask[:, 0] = True
         mask[1:, 1:] = self.ancestor_mask
         return mask
+
+
+def graft_chain(tree: DraftTree, chain: Sequence[int]) -> DraftTree:
+    """``tree`` with the path ``chain`` below the root: its tokens follow existing nodes as far as they
+    match, the rest hang below as new nodes (appended, so topological order holds; scored just below
+    their parent, so drafted siblings keep their order ahead of them)."""
+    tokens, parents, scores = list(tree.token_list), list(tree.parent_list), tree.scores.tolist()
+    node = -1
+    for token in chain:
+        child = next((c for c in tree.children_of(node) if tree.token_list[c] == token), None) \
+            if node < tree.size else None
+        if child is None:
+            parents.append(node)
+            tokens.append(token)
+            scores.append((scores[node] if node >= 0 else 0.0) - 1.0)
+            child = len(tokens) - 1
+        node = child
+    if len(tokens) == tree.size:
+        return tree
+    return DraftTree(torch.tensor(tokens, dtype=torch.long, device=tree.tokens.device), parents, scores)
 
 
 def _check_parents(parents: list[int]) -> None:

@@ -42,9 +42,11 @@ def load_drafter_for(target, path: Path):
     return drafter, FixedTree()
 
 
-def make_planner(kind: str, target, drafter, fixed, quiet: bool = True):
+def make_planner(kind: str, target, drafter, fixed, quiet: bool = True, copy_table=None):
     """The tree planner for speculative decoding: the cost-aware harness (its cost table from the
-    cache, measured quickly once when missing, at its first decode) or the drafter's fixed tree."""
+    cache, measured quickly once when missing, at its first decode) or the drafter's fixed tree.
+    The harness also prices copy drafts (``engine.speculative.copy_draft``) from ``copy_table``
+    (an ``NgramTable``, ``load_copy_table``) where one is given."""
     if kind not in PLANNERS:
         raise ModelError(f"unknown tree planner {kind!r}: use one of {', '.join(PLANNERS)}")
     if kind == "tree":
@@ -58,4 +60,29 @@ def make_planner(kind: str, target, drafter, fixed, quiet: bool = True):
             print("promptx: measuring this machine's decoding costs once (promptx calibrate does a full "
                   "calibration)...", file=sys.stderr)
 
-    return Harness.for_model(target, drafter, on_measure=announce)
+    harness = Harness.for_model(target, drafter, on_measure=announce)
+    if copy_table is not None:
+        from engine.speculative.copy_draft import CopyDrafter
+
+        harness.copies = CopyDrafter(copy_table)
+    return harness
+
+
+def load_copy_table(target, drafter_dir: Path):
+    """The copy-draft table (``engine.speculative.copy_draft.NgramTable``) beside the drafter at
+    ``drafter_dir`` when it was made for ``target`` and copy drafts are not turned off
+    ($PROMPTX_COPY_DRAFTS=0), else None. A damaged table is an error: it ships with the drafter."""
+    import os
+
+    from engine.speculative.checkpoint import target_fingerprint
+    from engine.speculative.copy_draft import COPY_TABLE, CopyTableError, CopyTableMismatch, NgramTable
+
+    path = drafter_dir / COPY_TABLE
+    if os.environ.get("PROMPTX_COPY_DRAFTS", "1") == "0" or not path.is_file():
+        return None
+    try:
+        return NgramTable.load(path, expect_fingerprint=target_fingerprint(target))
+    except CopyTableMismatch:
+        return None
+    except CopyTableError as exc:
+        raise ModelError(str(exc)) from exc

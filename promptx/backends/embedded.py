@@ -54,7 +54,7 @@ class EmbeddedBackend(Backend):
         return backend
 
     def _attach_drafter(self, drafter: str | Path | None, planner: str, quiet: bool) -> None:
-        from .drafters import find_drafter, load_drafter_for, make_planner
+        from .drafters import find_drafter, load_copy_table, load_drafter_for, make_planner
 
         if not self.generator.exact_batches:       # int8 / mixed precision decode plainly
             if drafter is not None and not quiet:
@@ -70,7 +70,8 @@ class EmbeddedBackend(Backend):
         loaded, fixed = load_drafter_for(target, path)
         self.generator.drafter = loaded
         if self.generator.can_speculate:
-            self.generator.planner = make_planner(planner, target, loaded, fixed, quiet)
+            self.generator.planner = make_planner(planner, target, loaded, fixed, quiet,
+                                                  copy_table=load_copy_table(target, path))
 
     @property
     def has_drafter(self) -> bool:
