@@ -141,7 +141,7 @@ def _hub_source(repo_id: str) -> ModelSource:
 def prompt_style_of(directory: Path) -> str:
     """How to prompt the model in ``directory``: "short" where promptx's tuning was merged
     in (``promptx tune``, the shipped adapter), else "full" (system prompt + few-shot examples)."""
-    from engine.training.lora import read_adapter_note
+    from engine import read_adapter_note
 
     return read_adapter_note(directory).get("extra", {}).get("prompt_style", "full")
 
@@ -152,7 +152,7 @@ def prepare(source: ModelSource, *, quiet: bool = False) -> Path:
         return source.directory
     if source.gguf is None:
         raise ModelNotFoundError(f"{source.directory}: model files are missing")
-    from engine.weights.gguf_convert import GGUFConversionError, convert_gguf
+    from engine import GGUFConversionError, convert_gguf
 
     if not quiet:
         tuning = ", merging promptx's adapter" if source.adapter else ""
@@ -163,7 +163,7 @@ def prepare(source: ModelSource, *, quiet: bool = False) -> Path:
     try:
         convert_gguf(source.gguf, staging)
         if source.adapter is not None:
-            from engine.training.lora import AdapterError, apply_adapter_to_dir
+            from engine import AdapterError, apply_adapter_to_dir
 
             try:
                 apply_adapter_to_dir(staging, source.adapter)

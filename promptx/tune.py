@@ -38,7 +38,7 @@ def pair_messages(pair: TuningPair, registry: TemplateRegistry) -> list[dict[str
 
 def pair_records(rows: Sequence[PairRow], registry: TemplateRegistry, tokenizer):
     """Training records (engine.training.Record): prompt tokens, then answer + end-of-turn (loss 1)."""
-    from engine.training.data import Record
+    from engine import Record
 
     end = _end_of_turn(tokenizer)
     records = []
@@ -108,7 +108,7 @@ def passes_on(enhancer, rows: Sequence[PairRow], *, seed: int = 0) -> CheckResul
 
 def _checker(rows: Sequence[PairRow], tokenizer, name: str) -> Callable:
     """``check(model, step)`` for train_lora: the pass rate of the model being trained."""
-    from engine.generator import Generator
+    from engine import Generator
 
     from .backends.embedded import EmbeddedBackend
     from .enhancer import Enhancer
@@ -146,9 +146,9 @@ def tune(model_dir: Path, base_name: str, train_rows: Sequence[PairRow], heldout
     """Train a LoRA adapter on ``train_rows``, validate on ``heldout_rows``, write adapter + merged model."""
     import torch
 
-    from engine.training.lora import AdapterInfo, apply_adapter_to_dir, attach_lora
-    from engine.training.sft import train_lora
-    from engine.weights.loading import load_model
+    from engine import AdapterInfo, apply_adapter_to_dir, attach_lora
+    from engine import train_lora
+    from engine import load_model
 
     model, tokenizer = load_model(model_dir, torch.float32)
     attached = attach_lora(model, rank=rank, alpha=alpha)

@@ -41,3 +41,13 @@ def test_the_check_sees_an_import_that_runs_up(tmp_path):
     assert any("engine.runtime.model imports engine.planning.harness" in line for line in found)
     assert any("engine never imports promptx" in line for line in found)
     assert any("promptx.errors imports promptx.enhancer" in line for line in found)
+
+
+def test_the_check_sees_promptx_reaching_past_the_engine_seam(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "promptx" / "backends").mkdir(parents=True)
+    (tmp_path / "promptx" / "backends" / "ok.py").write_text(
+        "def f():\n    from engine import Generator\n    from engine.bench import run_bench\n")
+    (tmp_path / "promptx" / "backends" / "deep.py").write_text("def f():\n    from engine.decode.sampling import X\n")
+    found = violations(tmp_path)
+    assert len(found) == 1 and found[0].startswith("promptx.backends.deep imports engine.decode.sampling")

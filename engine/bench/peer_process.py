@@ -6,7 +6,8 @@ peer (``engine.bench.peers.make_peer``) in a child process started with
 ``spawn`` and asks it for one timed decode at a time over a pipe (timing
 happens in the child, so the pipe costs nothing measured). A peer that dies,
 raises, or answers nothing within ``timeout_s`` is marked ``crashed`` with the
-reason and asked nothing more. ``make_peers`` starts one per name.
+reason and asked nothing more. ``make_peers`` starts one per name (llama.cpp killed by
+SIGILL while loading is started once more without its extra buffer types: AMX, repacking).
 
 Not here: the peers themselves (``engine.bench.peers``), the report.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+from dataclasses import replace
 from typing import Callable, Sequence
 
 from ..decode.sampling import SamplingParams
@@ -30,12 +32,13 @@ class PeerCrashed(RuntimeError):
 
 
 class PeerProcess:
-    """A peer living in a child process; ``decode`` returns the child's timed ``Sample``."""
+    """A peer living in a child process; ``decode`` returns the child's timed ``Sample``.
+    ``note``: how it had to be set up, when not as asked (None: as asked)."""
 
     def __init__(self, spec: PeerSpec, factory: Callable[[PeerSpec], Peer] = make_peer,
                  load_timeout_s: float = LOAD_TIMEOUT_S, timeout_s: float = DECODE_TIMEOUT_S) -> None:
         context = multiprocessing.get_context("spawn")
-        self.name, self.crashed, self.timeout_s = spec.name, None, timeout_s
+        self.name, self.crashed, self.timeout_s, self.note = spec.name, None, timeout_s, None
         self._conn, child = context.Pipe()
         self._process = context.Process(target=_serve, args=(child, factory, spec), daemon=True,
                                         name=f"promptx-peer-{spec.name}")
@@ -118,18 +121,36 @@ def _serve(conn, factory: Callable[[PeerSpec], Peer], spec: PeerSpec) -> None:
 
 
 def make_peers(names: Sequence[str], generator, model_dir, gguf_path=None,
-               factory: Callable[[PeerSpec], Peer] = make_peer) -> tuple[list[PeerProcess], dict]:
+               factory: Callable[[PeerSpec], Peer] = make_peer, **spec_options) -> tuple[list[PeerProcess], dict]:
     """A ``PeerProcess`` per name; unavailable ones are reported as ``{"available": False,
-    "skipped": why}`` (``PeerError`` for an unknown name)."""
+    "skipped": why}`` (``PeerError`` for an unknown name). ``spec_options``: ``PeerSpec.of``'s
+    keywords (``ignore_eos``, ``keep_prefix``)."""
     peers, skipped = [], {}
     for name in names:
-        spec = PeerSpec.of(name, generator, model_dir, gguf_path)
+        spec = PeerSpec.of(name, generator, model_dir, gguf_path, **spec_options)
         try:
             check_available(spec)
-            peers.append(PeerProcess(spec, factory))
+            peers.append(_started(spec, factory))
         except PeerUnavailable as exc:
             skipped[name] = {"available": False, "skipped": str(exc)}
     return peers, skipped
+
+
+EXTRA_BUFFERS_NOTE = ("llama.cpp died of {why} with its extra buffer types (AMX, weight repacking) on this machine; "
+                      "it runs without them")
+
+
+def _started(spec: PeerSpec, factory: Callable[[PeerSpec], Peer]) -> PeerProcess:
+    """The peer's process; llama.cpp killed by SIGILL while loading (its AMX kernels: see
+    ``LlamaCppPeer``) is started again without its extra buffer types, and says so (``note``)."""
+    try:
+        return PeerProcess(spec, factory)
+    except PeerUnavailable as exc:
+        if spec.name != "llamacpp" or not spec.extra_buffers or "SIGILL" not in str(exc):
+            raise
+        peer = PeerProcess(replace(spec, extra_buffers=False), factory)
+        peer.note = EXTRA_BUFFERS_NOTE.format(why="SIGILL")
+        return peer
 
 
 def close_peers(peers: Sequence[PeerProcess]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import time
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
@@ -65,13 +66,22 @@ class PeerSpec:
     device: str
     threads: int
     context: int
+    # llama.cpp only (the latency bench, promptx.latency): decode through EOS, so that it generates
+    # exactly ``max_new_tokens``; keep the KV of the previous prompt's common prefix, as promptx
+    # does where it keeps prompt prefixes (``Generator.prefixes``)
+    ignore_eos: bool = False
+    keep_prefix: bool = False
+    # llama.cpp's extra buffer types (weight repacking, AMX): off where they crash this machine
+    # (``peer_process.make_peers`` retries without them when loading dies of SIGILL)
+    extra_buffers: bool = True
 
     @classmethod
-    def of(cls, name: str, generator: Generator, model_dir, gguf_path=None) -> "PeerSpec":
+    def of(cls, name: str, generator: Generator, model_dir, gguf_path=None, *, ignore_eos: bool = False,
+           keep_prefix: bool = False, extra_buffers: bool = True) -> "PeerSpec":
         model = generator.model
         return cls(name, str(model_dir), None if gguf_path is None else str(gguf_path), tuple(generator.eos_ids),
                    str(model.dtype).removeprefix("torch."), str(model.lm_head.weight.device),
-                   torch.get_num_threads(), generator.context_window)
+                   torch.get_num_threads(), generator.context_window, ignore_eos, keep_prefix, extra_buffers)
 
 
 class TransformersPeer(Peer):
@@ -105,21 +115,37 @@ class TransformersPeer(Peer):
 
 
 class LlamaCppPeer(Peer):
-    """llama.cpp through ``llama_cpp.Llama`` on the model's GGUF file (its own quantized weights)."""
+    """llama.cpp through ``llama_cpp.Llama`` on the model's GGUF file (its own quantized weights).
+
+    ``ignore_eos``: decode through EOS to ``max_new_tokens`` (a count given by another decoder);
+    ``keep_prefix``: reuse the KV of the prompt prefix it shares with the previous prompt
+    (``Llama.generate`` finds it), else every prompt is prefilled whole; ``extra_buffers``:
+    False loads the weights without llama.cpp's extra buffer types (weight repacking, AMX).
+    Loading ends with a two-token probe decode, so that kernels this machine cannot run kill
+    the peer while it loads, not at its first measured prompt (a build with AMX tiles died of
+    SIGILL in ``ggml_backend_amx_mul_mat`` on the 2-vCPU Xeon, llama-cpp-python 0.3.36)."""
 
     name = "llamacpp"
     streams = True
 
-    def __init__(self, gguf_path, eos_ids: Sequence[int], threads: int, context: int) -> None:
+    def __init__(self, gguf_path, eos_ids: Sequence[int], threads: int, context: int, *,
+                 ignore_eos: bool = False, keep_prefix: bool = False, extra_buffers: bool = True) -> None:
         from llama_cpp import Llama
 
-        self.llm = Llama(model_path=str(gguf_path), n_ctx=context, n_threads=threads, verbose=False)
-        self.eos_ids = set(eos_ids) | {self.llm.token_eos()}
+        with _extra_buffer_types(extra_buffers):
+            # the prompt's batch on as many threads too (llama-cpp-python's default: every CPU)
+            self.llm = Llama(model_path=str(gguf_path), n_ctx=context, n_threads=threads, n_threads_batch=threads,
+                             verbose=False)
+        self.eos_ids = set() if ignore_eos else set(eos_ids) | {self.llm.token_eos()}
+        self.keep_prefix = keep_prefix
+        list(self.generate(self.llm.tokenize(b"A probe of the kernels."), SamplingParams(max_new_tokens=2)))
+        self.llm.reset()
 
     def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> Iterator[int]:
         if params.seed is not None and hasattr(self.llm, "set_seed"):   # older versions: seed at load only
             self.llm.set_seed(params.seed)
-        self.llm.reset()   # no prefix reuse across prompts: the engine has none either
+        if not self.keep_prefix:
+            self.llm.reset()   # no prefix reuse across prompts: the engine's bench runs have none either
         stream = self.llm.generate(list(prompt_ids), top_k=0 if not params.greedy else 1, top_p=1.0, min_p=0.0,
                                    temp=params.temperature, repeat_penalty=params.repetition_penalty, reset=True)
         for count, token in enumerate(stream, start=1):
@@ -128,6 +154,28 @@ class LlamaCppPeer(Peer):
             yield int(token)
             if count >= params.max_new_tokens:
                 return
+
+
+@contextmanager
+def _extra_buffer_types(enabled: bool) -> Iterator[None]:
+    """While a ``Llama`` loads: its model parameters with or without ``use_extra_bufts`` (the
+    ``Llama`` constructor does not take it; it asks ``llama_model_default_params``)."""
+    if enabled:
+        yield
+        return
+    import llama_cpp.llama_cpp as api
+
+    default = api.llama_model_default_params
+
+    def without():
+        params = default()
+        params.use_extra_bufts = False
+        return params
+    api.llama_model_default_params = without
+    try:
+        yield
+    finally:
+        api.llama_model_default_params = default
 
 
 class PrecisionPeer(Peer):
@@ -186,6 +234,7 @@ def make_peer(spec: PeerSpec) -> Peer:
         except (OSError, ValueError, ImportError) as exc:
             raise PeerUnavailable(f"transformers cannot load {spec.model_dir}: {exc}") from None
     try:
-        return LlamaCppPeer(spec.gguf_path, spec.eos_ids, spec.threads, spec.context)
+        return LlamaCppPeer(spec.gguf_path, spec.eos_ids, spec.threads, spec.context, ignore_eos=spec.ignore_eos,
+                            keep_prefix=spec.keep_prefix, extra_buffers=spec.extra_buffers)
     except (OSError, ValueError, RuntimeError) as exc:
         raise PeerUnavailable(f"llama.cpp cannot load {spec.gguf_path}: {exc}") from None

@@ -8,8 +8,8 @@ verification pass (tree mask, taps, logits at every new token) over a cache
 already holding ``context`` entries; the drafter as one tree-growth step of
 ``width`` frontier nodes plus its top-k head.
 
-``QUICK`` is the small grid used automatically when no table exists (seconds
-on a CPU); ``FULL`` is what ``promptx calibrate`` measures by default.
+``QUICK_GRID`` is the small grid used automatically when no table exists (seconds
+on a CPU); ``FULL_GRID`` is what ``promptx calibrate`` measures by default.
 Not here: the table format (``engine.planning.cost_table``), its use (``engine.planning.harness``).
 """
 
@@ -27,10 +27,10 @@ from .cost_table import CostKey, CostTable, cpu_name
 
 # both sides of 4 and 8 rows: CPU int4/int8 kernels work in blocks of 4 rows, so a pass of 5 rows
 # costs one block more than 4 (int4 here: 18.0 / 24.6 / 31.4 ms for 1 / 4 / 5; 1..4 is about linear).
-# QUICK runs at the first speculative decode on a machine: ~1.6x the points of (1, 8, 32)
-FULL = dict(tokens=(1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 64), contexts=(128, 512, 1024, 2048, 4096), batches=(1, 2, 4, 8),
+# QUICK_GRID runs at the first speculative decode on a machine: ~1.6x the points of (1, 8, 32)
+FULL_GRID = dict(tokens=(1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 64), contexts=(128, 512, 1024, 2048, 4096), batches=(1, 2, 4, 8),
             widths=(1, 2, 4, 8, 16, 32, 64), repeats=3)
-QUICK = dict(tokens=(1, 4, 5, 8, 9, 32), contexts=(256, 1024), batches=(1, 8), widths=(1, 4, 16), repeats=2)
+QUICK_GRID = dict(tokens=(1, 4, 5, 8, 9, 32), contexts=(256, 1024), batches=(1, 8), widths=(1, 4, 16), repeats=2)
 DRAFT_CONTEXT = 512
 BRANCHING = 8
 
@@ -104,9 +104,9 @@ def draft_latency(drafter, width: int, batch: int, repeats: int, context: int = 
     return fastest_seconds(step, repeats)
 
 
-def calibrate(model, drafter, *, tokens: Sequence[int] = FULL["tokens"], contexts: Sequence[int] = FULL["contexts"],
-              batches: Sequence[int] = FULL["batches"], widths: Sequence[int] = FULL["widths"],
-              repeats: int = FULL["repeats"], quick: bool = False, progress: bool = True) -> CostTable:
+def calibrate(model, drafter, *, tokens: Sequence[int] = FULL_GRID["tokens"], contexts: Sequence[int] = FULL_GRID["contexts"],
+              batches: Sequence[int] = FULL_GRID["batches"], widths: Sequence[int] = FULL_GRID["widths"],
+              repeats: int = FULL_GRID["repeats"], quick: bool = False, progress: bool = True) -> CostTable:
     """Measure every grid point; contexts beyond the model's window are dropped."""
     limit = model.config.max_position_embeddings - max(tokens)
     contexts = sorted({min(c, limit) for c in contexts if c > 0})
@@ -139,8 +139,8 @@ def calibrate(model, drafter, *, tokens: Sequence[int] = FULL["tokens"], context
 
 
 def quick_calibrate(model, drafter, progress: bool = False) -> CostTable:
-    """The small automatic grid (``QUICK``)."""
-    return calibrate(model, drafter, quick=True, progress=progress, **QUICK)
+    """The small automatic grid (``QUICK_GRID``)."""
+    return calibrate(model, drafter, quick=True, progress=progress, **QUICK_GRID)
 
 
 def _progress(total: int, enabled: bool):

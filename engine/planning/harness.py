@@ -72,6 +72,10 @@ class HarnessConfig:
     pace_margin: float = 0.03      # speculate unless its seconds per token are this much worse
     measure_rounds: int = 4        # speculative rounds measured together (at first, after each plain run)
     copy_scale: float = 0.6        # prior observed/predicted acceptance of copy drafts (the fixed one for sampling)
+    # seeded sampling with copy drafts where the drafter's tree does not pay: off, since at the
+    # profiles' temperature (0.7) they were no faster than plain decoding on a 2-vCPU Xeon (1.02-1.03x,
+    # tau 1.24-1.35: a verification pass costs more than a plain step there); worth it where passes are cheap
+    copy_sampling: bool = False
 
 
 class Harness(Planner):
@@ -188,7 +192,7 @@ class Harness(Planner):
     def for_sampling(self) -> Planner | None:
         """The drafter's fixed tree (``TreeConfig()``) where the cost table predicts it beats plain
         decoding at batch 1, else copy drafts priced by the table (``CopyPlanner``) where the harness
-        has ``copies``, else None (plain). Predicted from the table alone, with the prior
+        has ``copies`` and ``copy_sampling`` is on, else None (plain). Predicted from the table alone, with the prior
         acceptance ``child_accept`` per level along the tree's best path, so a seed gives the same
         text every time on this device."""
         tree, context, costs = TreeConfig(), SAMPLING_CONTEXT, self.costs
@@ -198,7 +202,9 @@ class Harness(Planner):
         plain_s = costs.verify_seconds(1, context, 1)
         if round_s / expected_tokens * (1 + self.config.pace_margin) < plain_s:
             return FixedTree(tree)
-        return CopyPlanner(costs, self.copies, self.config.copy_scale) if self.copies is not None else None
+        if self.copies is None or not self.config.copy_sampling:
+            return None
+        return CopyPlanner(costs, self.copies, self.config.copy_scale)
 
     # ---- copy drafts -----------------------------------------------------------------------------
     def copy_chain(self, session: CopySession, context: int) -> list[int]:

@@ -18,7 +18,7 @@ def find_drafter(target) -> Path | None:
     """The shipped drafter trained for ``target``, or None."""
     if not SHIPPED_DIR.is_dir():
         return None
-    from engine.speculative.checkpoint import read_fingerprint, target_fingerprint
+    from engine import read_fingerprint, target_fingerprint
 
     wanted = target_fingerprint(target)
     for candidate in sorted(SHIPPED_DIR.iterdir()):
@@ -32,8 +32,8 @@ PLANNERS = ("harness", "tree")
 
 def load_drafter_for(target, path: Path):
     """Load the drafter at ``path`` for ``target`` and its default fixed-tree planner."""
-    from engine.speculative.checkpoint import DrafterLoadError, DrafterMismatchError, load_drafter
-    from engine.speculative.loop import FixedTree
+    from engine import DrafterLoadError, DrafterMismatchError, load_drafter
+    from engine import FixedTree
 
     try:
         drafter = load_drafter(path, target, dtype=target.dtype)
@@ -51,7 +51,7 @@ def make_planner(kind: str, target, drafter, fixed, quiet: bool = True, copy_tab
         raise ModelError(f"unknown tree planner {kind!r}: use one of {', '.join(PLANNERS)}")
     if kind == "tree":
         return fixed
-    from engine.planning.harness import Harness
+    from engine import Harness
 
     def announce() -> None:
         if not quiet:
@@ -62,7 +62,7 @@ def make_planner(kind: str, target, drafter, fixed, quiet: bool = True, copy_tab
 
     harness = Harness.for_model(target, drafter, on_measure=announce)
     if copy_table is not None:
-        from engine.speculative.copy_draft import CopyDrafter
+        from engine import CopyDrafter
 
         harness.copies = CopyDrafter(copy_table)
     return harness
@@ -74,8 +74,8 @@ def load_copy_table(target, drafter_dir: Path):
     ($PROMPTX_COPY_DRAFTS=0), else None. A damaged table is an error: it ships with the drafter."""
     import os
 
-    from engine.speculative.checkpoint import target_fingerprint
-    from engine.speculative.copy_draft import COPY_TABLE, CopyTableError, CopyTableMismatch, NgramTable
+    from engine import target_fingerprint
+    from engine import COPY_TABLE, CopyTableError, CopyTableMismatch, NgramTable
 
     path = drafter_dir / COPY_TABLE
     if os.environ.get("PROMPTX_COPY_DRAFTS", "1") == "0" or not path.is_file():

@@ -30,8 +30,8 @@ class EmbeddedBackend(Backend):
         self._vocabulary_index = self._word_bounds = None
         directory = prepare(self.source, quiet=quiet)
         try:
-            from engine.generator import Generator
-            from engine.runtime.device import default_device
+            from engine import Generator
+            from engine import default_device
 
             device = device or default_device()
             self.generator = Generator.from_dir(directory, dtype=_resolve_dtype(dtype, device, drafter),
@@ -133,7 +133,7 @@ class EmbeddedBackend(Backend):
 
     def _group(self, prompt: str, options: list[tuple[str, str]]):
         """The prompt and each (frame, phrase) as token ids, only the phrase's tokens scored."""
-        from engine.decode.scoring import ScoringGroup
+        from engine import ScoringGroup
 
         encode = self.generator.tokenizer.encode
         frames = [encode(f" {frame}") if frame else [] for frame, _ in options]
@@ -153,7 +153,7 @@ class EmbeddedBackend(Backend):
         return self._generate_batch(requests)
 
     def _generate_batch(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
-        from engine.decode.stats import DecodeStats
+        from engine import DecodeStats
 
         prompts = [self.encode(messages) for messages, _ in requests]
         for ids, (_, options) in zip(prompts, requests):
@@ -175,7 +175,7 @@ class EmbeddedBackend(Backend):
                 for tokens, ids, s, stop in zip(outputs, prompts, stats, stops)]
 
     def _sampling_params(self, options: GenerationOptions):
-        from engine.decode.sampling import SamplingParams, TokenMask
+        from engine import SamplingParams, TokenMask
 
         banned = None
         if options.constraint is not None:
@@ -205,7 +205,7 @@ class EmbeddedBackend(Backend):
         return self.generator.stop_checker(params, stop_if=over_budget)
 
     def _check_length(self, prompt_ids: list[int], options: GenerationOptions) -> None:
-        from engine.generator import ContextOverflowError
+        from engine import ContextOverflowError
 
         try:
             self.generator.check_fits(len(prompt_ids), options.max_new_tokens)
@@ -226,8 +226,8 @@ class EmbeddedBackend(Backend):
 
     def _deltas(self, run: GenerationRun, prompt_ids: list[int], options: GenerationOptions,
                 prefix_len: int = 0) -> Iterator[str]:
-        from engine.decode.stats import DecodeStats
-        from engine.weights.tokenizer import IncrementalDecoder
+        from engine import DecodeStats
+        from engine import IncrementalDecoder
 
         params = self._sampling_params(options)
         speculative = options.speculative and self.has_drafter
@@ -257,7 +257,7 @@ def _resolve_dtype(dtype: str | None, device, drafter) -> str:
     """"auto" is the fastest precision for this device (``engine.runtime.device.fastest_dtype``: plain
     decoding in mixed precision on CPUs without native bf16); with an explicit drafter it is
     the exact default precision, so that the drafter is used."""
-    from engine.runtime.device import fastest_dtype
+    from engine import fastest_dtype
 
     if dtype not in (None, "auto"):
         return dtype

@@ -1,5 +1,8 @@
 """``promptx bench PROMPT_FILE``: measure the speculative decoder against plain decoding and peers.
 
+(With ``--latency`` it times warm ``enhance`` calls stage by stage instead:
+``promptx.cli.bench_latency``.)
+
 This file is the promptx side of the benchmark: it parses the options, reads
 the prompt file (``promptx.prompt_files``), renders each prompt through its
 template (Spec-Bench questions as raw chat) into token ids, loads the model
@@ -19,7 +22,9 @@ from pathlib import Path
 import click
 
 from ..errors import InvalidInputError, PromptTooLongError, UnknownTargetError
+from ..options import STRENGTHS
 from ..prompt_files import FORMATS, PromptSpec, detect_format, read_prompt_file
+from .bench_latency import DEFAULT_PROMPTS, LATENCY_PEERS, run_latency_bench, write_latency_outputs
 from .common import MODEL_HELP, load_generator
 
 RANDOM_DRAFTER_WARNING = ("no trained drafter for this model: using a randomly initialised drafter, "
@@ -96,7 +101,7 @@ def _messages(spec: PromptSpec, profile, prompt_style: str = "full") -> list[dic
 def bench_prompts(specs, generator, default_target: str, max_new_tokens: int, prompt_style: str = "full"):
     """PromptSpecs -> engine BenchPrompts, checked against the context window."""
     from engine.bench import BenchPrompt
-    from engine.generator import ContextOverflowError
+    from engine import ContextOverflowError
 
     from ..profiles.registry import default_registry
 
@@ -309,26 +314,40 @@ def suite_file(name: str) -> Path:
 @click.option("--model", help=MODEL_HELP)
 @click.option("--drafter", type=click.Path(path_type=Path, file_okay=False),
               help="Drafter checkpoint (default: the shipped one, else a random one with a warning).")
-@click.option("--max-new-tokens", type=click.IntRange(1, 4096), default=128, show_default=True)
-@click.option("--temperature", type=click.FloatRange(0, 2), default=0.0, show_default=True, help="0 = greedy.")
+@click.option("--max-new-tokens", type=click.IntRange(1, 4096),
+              help="Token budget of every decode [default: 128; with --latency: the target profile's].")
+@click.option("--temperature", type=click.FloatRange(0, 2),
+              help="0 = greedy [default: 0; with --latency: the target profile's].")
 @click.option("--budgets", default="8,16", show_default=True, help="Verification budgets (draft tokens).")
 @click.option("--modes", default="none,chain,tree,harness", show_default=True, help="none, chain, tree, harness (the cost-aware planner; uses the stored cost table or a quick calibration).")
 @click.option("--concurrency", type=int, default=1, show_default=True,
               help="Prompts decoded together in one batch per run (e.g. 8).")
-@click.option("--num-prompts", type=click.IntRange(min=1), help="Use the first N prompts of the file.")
+@click.option("--num-prompts", type=click.IntRange(min=1),
+              help=f"Use the first N prompts of the file [default: all; with --latency: {DEFAULT_PROMPTS}].")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--peers", default="transformers,llamacpp", show_default=True, help="Peers to compare: transformers, llamacpp, mixed, int8 (promptx's plain decoder in that precision), or none.")
+@click.option("--peers", help="Peers to compare: transformers, llamacpp, mixed, int8 (promptx's plain decoder in that "
+                              "precision), or none [default: transformers,llamacpp; with --latency: llamacpp, the "
+                              "only peer it measures].")
 @click.option("--dtype", default="auto", show_default=True, help="float32, bfloat16, int4 or auto (int4 where it is faster and lossless, else bf16 where native, else float32).")
 @click.option("--device", help="cpu or cuda (default: cuda when available).")
 @click.option("--cuda-graphs/--no-cuda-graphs", default=None,
               help="On CUDA: replay the target's batch-1 steps and verification passes from CUDA graphs "
                    "(default: on, unless PROMPTX_CUDA_GRAPHS=0). No effect on a CPU.")
 @click.option("--threads", type=click.IntRange(min=1), help="torch threads (default: torch's own choice).")
-@click.option("--no-warmup", is_flag=True, help="Skip the warm-up decode of each run.")
+@click.option("--no-warmup", is_flag=True, help="Skip the warm-up decode of each run (--latency: the warm-up calls).")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Write bench.json, summary.md, plots.")
+@click.option("--latency", is_flag=True,
+              help="Time warm enhance calls instead (model loaded once, one warm-up call per target): "
+                   "per-request latency median and p90 by stage (render, batch wait, constraint, prefill, decode, "
+                   "scoring, clean-up, other), and llama.cpp on the same prompt ids and token counts. --modes, "
+                   "--budgets and --concurrency do not apply.")
+@click.option("--strength", type=click.Choice(STRENGTHS), default="full", show_default=True,
+              help="With --latency: the strength of the enhance calls.")
 def bench(prompt_file, suite, file_format, target, model, drafter, max_new_tokens, temperature, budgets, modes,
-          concurrency, num_prompts, seed, peers, dtype, device, cuda_graphs, threads, no_warmup, out) -> None:
-    """Benchmark speculative decoding on the prompts of PROMPT_FILE (or of a shipped --suite)."""
+          concurrency, num_prompts, seed, peers, dtype, device, cuda_graphs, threads, no_warmup, out, latency,
+          strength) -> None:
+    """Benchmark speculative decoding on the prompts of PROMPT_FILE (or of a shipped --suite); with
+    --latency, the per-request latency of warm enhance calls."""
     if (prompt_file is None) == (suite is None):
         raise click.UsageError("give a PROMPT_FILE or --suite NAME (one of them)")
     prompt_file = prompt_file or suite_file(suite)
@@ -337,6 +356,13 @@ def bench(prompt_file, suite, file_format, target, model, drafter, max_new_token
         import torch
 
         torch.set_num_threads(threads)
+    if latency:
+        _latency(prompt_file, file_format, target, model, drafter, max_new_tokens, temperature, num_prompts, seed,
+                 peers, dtype, device, no_warmup, out, strength)
+        return
+    max_new_tokens = 128 if max_new_tokens is None else max_new_tokens
+    temperature = 0.0 if temperature is None else temperature
+    peers = "transformers,llamacpp" if peers is None else peers
     from engine.bench import BenchConfig, BenchError, close_peers, make_peers, run_bench
 
     try:
@@ -367,7 +393,22 @@ def bench(prompt_file, suite, file_format, target, model, drafter, max_new_token
                   prompt_file={"path": str(prompt_file), "default_target": target,
                                "format": detect_format(prompt_file) if file_format == "auto" else file_format})
     add_notes(report, skipped)
+    report["notes"] += [peer.note for peer in peer_list if getattr(peer, "note", None)]
     click.echo(write_outputs(report, out), nl=False)
+
+
+def _latency(prompt_file, file_format, target, model, drafter, max_new_tokens, temperature, num_prompts, seed,
+             peers, dtype, device, no_warmup, out, strength) -> None:
+    """``--latency``: warm enhance calls, stage by stage (``promptx.cli.bench_latency``)."""
+    specs = read_prompt_file(prompt_file, file_format, limit=num_prompts or DEFAULT_PROMPTS)
+    say = lambda message: click.echo(f"promptx bench: {message}", err=True)  # noqa: E731
+    report = run_latency_bench(specs, target=target, model=model, drafter=drafter, dtype=dtype, device=device,
+                               strength=strength, seed=seed, max_new_tokens=max_new_tokens, temperature=temperature,
+                               warmup=not no_warmup, peer_names=parse_peers(peers or ",".join(LATENCY_PEERS)),
+                               say=say)
+    report["prompt_file"] = {"path": str(prompt_file), "default_target": target,
+                             "format": detect_format(prompt_file) if file_format == "auto" else file_format}
+    click.echo(write_latency_outputs(report, out), nl=False)
 
 
 def add_notes(report: dict, skipped_peers: dict) -> None:

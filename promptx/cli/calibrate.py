@@ -61,9 +61,9 @@ def summary_lines(table) -> list[str]:
 def calibrate(model, drafter, quick, tokens, contexts, batches, widths, repeats, dtype, device, threads, out,
               as_json) -> None:
     """Measure verification and drafting latencies for the cost-aware harness."""
-    from engine.planning.calibrate import FULL, QUICK
+    from engine import FULL_GRID, QUICK_GRID
 
-    grid = QUICK if quick else FULL
+    grid = QUICK_GRID if quick else FULL_GRID
     options = dict(tokens=parse_grid("tokens", tokens, grid["tokens"]),
                    contexts=parse_grid("contexts", contexts, grid["contexts"]),
                    batches=parse_grid("batches", batches, grid["batches"]),
@@ -73,8 +73,8 @@ def calibrate(model, drafter, quick, tokens, contexts, batches, widths, repeats,
         import torch
 
         torch.set_num_threads(threads)
-    from engine.planning.calibrate import calibrate as measure
-    from engine.planning.cost_table import table_path
+    from engine import calibrate as measure
+    from engine import table_path
 
     from .bench import choose_drafter
     from .common import load_generator

@@ -20,8 +20,8 @@ def load_generator(model: str | None, dtype: str, device: str | None = None, *, 
     source = resolve_model(model)
     directory = prepare(source, quiet=quiet)
     try:
-        from engine.generator import Generator
-        from engine.runtime.device import default_device
+        from engine import Generator
+        from engine import default_device
 
         return source, directory, Generator.from_dir(directory, dtype=dtype, device=device or default_device(),
                                                      cuda_graphs=cuda_graphs)

@@ -201,8 +201,8 @@ def build_items(tokenizer, registry, per_task: dict[str, list[PromptSpec]], *, l
                 prompt_style: str = "full"):
     """GenerationItems for the prompt specs, rendered as the Enhancer renders them at serving time
     (``prompt_style``: the model's, see ``promptx.models.prompt_style_of``)."""
-    from engine.decode.sampling import SamplingParams
-    from engine.training.data import GenerationItem
+    from engine import SamplingParams
+    from engine import GenerationItem
 
     from ..errors import PromptxError
     from ..options import EnhanceOptions
@@ -319,7 +319,7 @@ def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, st
     Rerun to continue. Item ids cover the rendered prompt tokens: after a template
     change use a fresh OUT (older records would stay in the directory).
     """
-    from engine.training.data import generate_dataset
+    from engine import generate_dataset
 
     _setup_threads(threads)
     wanted = [t.strip() for t in tasks.split(",") if t.strip()]
@@ -384,10 +384,10 @@ def train(model, data_dirs, out_dir, draft_vocab, window, chunk_norms, freeze_he
           val_max_new_tokens, resume, lowrank_rank, lowrank_candidates, lowrank_steps, lowrank_lr, threads,
           quiet) -> None:
     """Train a drafter for the target on generated data; the result lands in OUT/drafter."""
-    from engine.speculative.checkpoint import DrafterLoadError, DrafterMismatchError, save_drafter
-    from engine.training.data import read_records, split_records
-    from engine.training.lowrank import lowrank_stage
-    from engine.training.train import TrainConfig, build_drafter, train_drafter, warm_start
+    from engine import DrafterLoadError, DrafterMismatchError, save_drafter
+    from engine import read_records, split_records
+    from engine import lowrank_stage
+    from engine import TrainConfig, build_drafter, train_drafter, warm_start
 
     _setup_threads(threads)
     if init_dir is not None:
@@ -460,13 +460,13 @@ def _refuse_with_init(ctx: click.Context, names: Sequence[str]) -> None:
 def eval_(model, drafter_dir, data_dir, val_fraction, prompts_dir, n_prompts, max_new_tokens, sampled, compare, budget, depth,
           top_k, seed, threads, quiet) -> None:
     """tau per task of a drafter on held-out prompts (optionally with the speed-up over plain decoding)."""
-    from engine.decode.autoregressive import decode_autoregressive
-    from engine.decode.sampling import SamplingParams
-    from engine.decode.stopping import StopChecker
-    from engine.speculative.checkpoint import load_drafter
-    from engine.speculative.loop import TreeConfig
-    from engine.training.data import read_records, split_records
-    from engine.training.train import measure_tau
+    from engine import decode_autoregressive
+    from engine import SamplingParams
+    from engine import StopChecker
+    from engine import load_drafter
+    from engine import TreeConfig
+    from engine import read_records, split_records
+    from engine import measure_tau
 
     _setup_threads(threads)
     from ..models import prompt_style_of
@@ -581,8 +581,8 @@ def export(drafter_ref, fmt, out_dir, model, target_dir, k, quiet) -> None:
     The drafter is checked against the target (--model, default the embedded one) and
     refused where the layout cannot represent it; the launch commands are printed.
     """
-    from engine.speculative.checkpoint import DrafterLoadError, DrafterMismatchError, load_drafter
-    from engine.speculative.export import ExportError, check_declared_taps, default_taps, export_drafter
+    from engine import DrafterLoadError, DrafterMismatchError, load_drafter
+    from engine import ExportError, check_declared_taps, default_taps, export_drafter
 
     drafter_dir = _drafter_path(drafter_ref)
     if out_dir.resolve() == drafter_dir.resolve():

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ..errors import InvalidInputError, PromptxError
 from ..options import MAX_NEW_TOKENS_RANGE, MAX_SEED, STRENGTHS, TEMPERATURE_RANGE
@@ -179,12 +180,17 @@ def _stdin_text() -> str:
               "default: a local one.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="With --ray: how many workers (each loads the model once; the CPUs are shared out).")
-def enhance(prompt, target, file, output, image, caption, model, seed, temperature, max_new_tokens, style, language,
-            system_prompt, templates_dir, force, strength, as_json, stream, no_speculative, drafter, planner, dtype,
-            backend, base_url, remote_model, vision, encoder_tokenizer, on_ray, address, workers) -> None:
+@click.option("--server", envvar="PROMPTX_SERVER", metavar="URL",
+              help="A running 'promptx serve' (e.g. http://127.0.0.1:8000; env PROMPTX_SERVER) to send the prompt "
+                   "to, with no model loaded here; if none answers, the prompt is enhanced here. Options that run "
+                   "here only (--file, --model, --dtype, --drafter, --backend, ...) are an error with --server "
+                   "and skip $PROMPTX_SERVER. The key: $PROMPTX_SERVE_API_KEY.")
+@click.pass_context
+def enhance(ctx, prompt, target, file, output, image, caption, model, seed, temperature, max_new_tokens, style,
+            language, system_prompt, templates_dir, force, strength, as_json, stream, no_speculative, drafter, planner,
+            dtype, backend, base_url, remote_model, vision, encoder_tokenizer, on_ray, address, workers,
+            server) -> None:
     """Enhance PROMPT (or stdin with '-', or each line of --file)."""
-    from ..enhancer import Enhancer
-
     if file is not None and (stream or prompt is not None):
         raise InvalidInputError("--file enhances the file's prompts: give no PROMPT and no --stream")
     if output is not None and file is None:
@@ -193,6 +199,29 @@ def enhance(prompt, target, file, output, image, caption, model, seed, temperatu
         raise InvalidInputError("--ray, --address and --workers enhance a batch: use them with --file")
     if (address or workers != 1) and not on_ray:
         raise InvalidInputError("--address and --workers are options of --ray")
+    options = dict(image=image, caption=caption, seed=seed, temperature=temperature,
+                   max_new_tokens=max_new_tokens, style=style, language=language, force=force, strength=strength)
+    text = None
+    if server:
+        here = [name for name, given in (
+            ("--file", file is not None), ("--model", model), ("--system-prompt", system_prompt),
+            ("--templates-dir", templates_dir), ("--no-speculative", no_speculative), ("--drafter", drafter),
+            ("--planner", planner != "harness"), ("--dtype", dtype != "auto"), ("--backend", backend),
+            ("--base-url", base_url), ("--remote-model", remote_model), ("--vision", vision),
+            ("--encoder-tokenizer", encoder_tokenizer)) if given]
+        explicit = ctx.get_parameter_source("server") is ParameterSource.COMMANDLINE
+        if here and explicit:
+            raise InvalidInputError(f"--server sends one prompt to a running promptx serve, which uses its own "
+                                    f"model and settings; {', '.join(here)} run{'s' if len(here) == 1 else ''} "
+                                    "in this process: drop one or the other")
+        if not here:                 # $PROMPTX_SERVER is skipped silently for options that run here
+            text = _read_prompt(prompt)
+            result = _on_server(server, text, target, options, explicit=explicit)
+            if result is not None:
+                _show(result, as_json=as_json, shown=False)
+                return
+    from ..enhancer import Enhancer
+
     if on_ray:
         if backend not in (None, "embedded") or base_url or image or encoder_tokenizer or system_prompt:
             raise InvalidInputError("--ray runs the embedded model on each worker; --backend, --base-url, --image, "
@@ -215,16 +244,36 @@ def enhance(prompt, target, file, output, image, caption, model, seed, temperatu
                         templates_dir=templates_dir, system_prompt=system_prompt,
                         speculative=not no_speculative, drafter=drafter, planner=planner,
                         dtype=None if dtype == "auto" else dtype, encoder_tokenizer=encoder_tokenizer)
-    options = dict(image=image, caption=caption, seed=seed, temperature=temperature,
-                   max_new_tokens=max_new_tokens, style=style, language=language, force=force, strength=strength)
     if file is not None:
         _enhance_file(enhancer, file, output, target, options)
         return
-    text = _read_prompt(prompt)
+    if text is None:
+        text = _read_prompt(prompt)
     if stream:
         result, shown = _streamed(enhancer.stream(text, target, **options), on_stdout=not as_json and sys.stdout.isatty())
     else:
         result, shown = enhancer.enhance(text, target, **options), False
+    _show(result, as_json=as_json, shown=shown)
+
+
+def _on_server(server: str, text: str, target: str, options: dict, *, explicit: bool):
+    """The result of the ``promptx serve`` at ``server``, or None when none answers there (with a
+    note on stderr when the user named the server on the command line). ``--stream`` is not
+    forwarded: ``/v1/enhance`` answers with the whole result, before a local model would load."""
+    from .forward import Unavailable, enhance_on_server, server_url
+
+    url = server_url(server)
+    try:
+        return enhance_on_server(url, text, target, options)
+    except Unavailable as why:
+        if explicit:
+            click.echo(f"promptx: note: no promptx serve answers at {url} ({why}); enhancing in this process",
+                       err=True)
+        return None
+
+
+def _show(result, *, as_json: bool, shown: bool) -> None:
+    """Print the result (its text, or JSON), then a warning for a fallback or a note for a skip."""
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     elif not shown:

@@ -33,7 +33,7 @@ def _training_precision(name: str) -> str:
     """``--precision auto``: bfloat16 where the hardware computes it natively, else float32."""
     if name != "auto":
         return name
-    from engine.runtime.device import cpu_has_fast_bf16      # tune trains on the CPU
+    from engine import cpu_has_fast_bf16      # tune trains on the CPU
 
     return "bfloat16" if cpu_has_fast_bf16() else "float32"
 
@@ -86,7 +86,7 @@ def tune_command(data, out_dir, model, rank, alpha, epochs, max_steps, batch_siz
         import torch
 
         torch.set_num_threads(threads)
-    from engine.training.sft import SFTConfig
+    from engine import SFTConfig
 
     config = SFTConfig(epochs=epochs, max_steps=max_steps, batch_size=batch_size, lr=lr, warmup_steps=warmup,
                        max_length=max_length, seed=seed, checkpoint_every=checkpoint_every, val_every=val_every,

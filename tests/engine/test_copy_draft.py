@@ -268,3 +268,15 @@ def test_greedy_decoding_with_copy_drafts_equals_plain_decoding_in_int4(model_di
     copies = CopyDrafter(NgramTable.load(SHIPPED_TABLE, expect_fingerprint=target_fingerprint(model)))
     with torch.inference_mode():
         assert _real_greedy_equal(model, generator.tokenizer, drafter, _real_planners(copies)) > 0
+
+
+def test_seeded_sampling_uses_copy_drafts_only_when_asked():
+    """Where the drafter's tree does not pay, sampling decodes plainly unless ``copy_sampling``."""
+    dear = synthetic_table(0.5)
+    harness = Harness(dear)
+    harness.copies = CopyDrafter(None)
+    assert harness.for_sampling() is None
+    asked = Harness(dear, HarnessConfig(copy_sampling=True))
+    asked.copies = CopyDrafter(None)
+    planner = asked.for_sampling()
+    assert isinstance(planner, CopyPlanner) and not planner.adaptive and planner.copies is asked.copies
