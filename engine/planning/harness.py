@@ -215,15 +215,14 @@ class Harness(Planner):
         self._copy_predicted = sum(values[:count])
         return chain[:count]
 
-    def prefers_copy(self, session: CopySession, context: int) -> bool:
-        """A copy draft instead of the drafter's chain when it is expected to have as many tokens
-        accepted as a drafted round has had (measured; before any, the prior child acceptance
-        down a chain) and costs no drafting."""
-        if not self.copy_chain(session, context):
-            return False
+    def copy_instead(self, session: CopySession, context: int) -> list[int]:
+        """The copy draft (``copy_chain``) when it is expected to have as many tokens accepted as a
+        drafted round has had (measured; before any, the prior child acceptance down a chain): it
+        costs no drafting. Else empty."""
+        chain = self.copy_chain(session, context)
         tokens = self._round_pace["tokens"]
         drafted = tokens - 1 if tokens is not None else self.child_accept / (1 - self.child_accept)
-        return self.copy_scale * self._copy_predicted >= drafted
+        return chain if chain and self.copy_scale * self._copy_predicted >= drafted else []
 
     def observe_copy(self, proposed: int, accepted: int) -> None:
         if not proposed or self._copy_predicted <= 0:

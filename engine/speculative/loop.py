@@ -211,12 +211,16 @@ class _PlainRun:
         self.tokens: list[int] = []
         self.taps: list[torch.Tensor] = []
 
-    def steps(self, count: int) -> Iterator[list[int]]:
-        """At least ``count`` tokens (a copy round may give more), fewer if the decode stops."""
+    def steps(self, count: int, first: list[int] | None = None) -> Iterator[list[int]]:
+        """At least ``count`` tokens (a copy round may give more), fewer if the decode stops;
+        ``first``: the copy draft of the first step, already priced."""
         token = self.root
         while len(self.tokens) < count:
             started = time.perf_counter()
-            chain = self.planner.copy_chain(self.copies, self.cache.length) if self.copies is not None else []
+            if first:
+                chain, first = first, None
+            else:
+                chain = self.planner.copy_chain(self.copies, self.cache.length) if self.copies is not None else []
             tokens, taps, accepted = self._copy(token, chain) if chain else self._plain(token)
             seconds = time.perf_counter() - started
             self.stats.verify_s += seconds
@@ -291,11 +295,11 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         paced = time.perf_counter()
         steps = planner.plain_steps(cache.length)
         # a chain-only model verifies one chain a round: a copy draft expected to beat the drafter's goes alone
-        copy_alone = not steps and copies is not None and model.max_columns == 1 \
-            and planner.prefers_copy(copies, cache.length)
+        copy_alone = planner.copy_instead(copies, cache.length) \
+            if not steps and copies is not None and model.max_columns == 1 else []
         if steps or copy_alone:       # speculation predicted not to pay (plain steps), or a copy round
             run = _PlainRun(model, cache, root, params, stop, stats, generator, planner, copies)
-            yield from run.steps(steps or 1)
+            yield from run.steps(steps or 1, first=copy_alone)
             planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=bool(steps))
             if stop.done:
                 break

@@ -89,10 +89,10 @@ class Planner(ABC):
         """The copy draft to verify after the committed tokens (empty: none). Default: none."""
         return []
 
-    def prefers_copy(self, session: "CopySession", context: int) -> bool:
-        """Whether the next round should verify a copy draft instead of drafting (a model that
-        verifies one chain per round). Default: no."""
-        return False
+    def copy_instead(self, session: "CopySession", context: int) -> list[int]:
+        """The copy draft the next round should verify instead of drafting (a model that verifies
+        one chain per round); empty: draft. Default: empty."""
+        return []
 
     def observe_copy(self, proposed: int, accepted: int) -> None:
         """How many tokens of the last ``copy_chain`` the target accepted (default: nothing to learn)."""
