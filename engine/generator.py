@@ -24,7 +24,7 @@ from .decode.prefix_cache import PrefixCache, prefix_dir
 from .decode.sampling import SamplingParams
 from .decode.stats import DecodeStats
 from .decode.stopping import StopChecker
-from .runtime.cuda_graphs import attach_cuda_graphs, graphs_wanted
+from .runtime.cuda_graphs import attach_cuda_graphs, cuda_graphs_of, graphs_wanted
 from .runtime.device import AUTO, INT4, INT8, PLAIN_ONLY, parse_dtype, prefers_int4
 from .runtime.exact_rows import make_rows_exact
 from .runtime.model import Transformer
@@ -62,7 +62,7 @@ class Generator:
         # then batch-1 steps and verification passes replayed from graphs (None: $PROMPTX_CUDA_GRAPHS, on
         # unless "0"). On a CPU neither changes anything.
         use_flashinfer(model)
-        if model.graphs is None and (graphs_wanted() if cuda_graphs is None else cuda_graphs):
+        if cuda_graphs_of(model) is None and (graphs_wanted() if cuda_graphs is None else cuda_graphs):
             attach_cuda_graphs(model)
         self.drafter, self.planner = drafter, planner
         # prompt-prefix KV reuse: only where decoding is plain-only (see engine.decode.prefix_cache)

@@ -1,6 +1,6 @@
 """A batch: several prompts enhanced in one batched decode, then rendered in one pipeline call.
 
-Needs: pip install "promptx[diffusers]"  (diffusers; torch and transformers come with promptx)
+Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come with promptx)
 Model: any local diffusers text-to-image directory whose pipeline promptx knows (SDXL, SD3, FLUX.1,
 Qwen-Image, ...: promptx.diffusers.PIPELINE_TARGETS); the class is read from its model_index.json.
 Nothing is downloaded here.

@@ -1,6 +1,6 @@
 """Image-to-video with Wan 2.x in diffusers: promptx writes the motion prompt, grounded in the image.
 
-Needs: pip install "promptx[diffusers]"  (diffusers; torch and transformers come with promptx);
+Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come with promptx);
 diffusers' WanImageToVideoPipeline also needs ftfy (pip install ftfy; diffusers 0.42 calls it unguarded);
 saving an .mp4 also needs imageio and imageio-ffmpeg, else the frames are saved as a .gif.
 Model: a local diffusers Wan image-to-video directory, e.g. Wan-AI/Wan2.1-I2V-14B-480P-Diffusers fetched

@@ -1,6 +1,6 @@
 """Text-to-video with Wan 2.x in diffusers, the prompt enhanced by promptx for Wan.
 
-Needs: pip install "promptx[diffusers]"  (diffusers; torch and transformers come with promptx);
+Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come with promptx);
 saving an .mp4 also needs imageio and imageio-ffmpeg, else the frames are saved as a .gif.
 Model: a local diffusers Wan text-to-video directory, e.g. Wan-AI/Wan2.1-T2V-1.3B-Diffusers fetched
 beforehand (model_index.json, transformer/, vae/, text_encoder/, tokenizer/). Nothing is downloaded here.

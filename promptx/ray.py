@@ -10,7 +10,7 @@ command line's ``--ray``: the rows of a prompt file not yet in the output, their
 appended as they return, so a crash or Ctrl-C loses nothing written and a rerun resumes; rows
 whose line cannot be used are written as error lines by the driver, never sent to a worker.
 
-Ray is an extra (``pip install 'promptx[ray]'``), imported only when called.
+Ray is an extra (``pip install -e '.[ray]'`` in promptx's checkout), imported only when called.
 Not here: what one row becomes (``batch_run``), the model (``Enhancer``).
 """
 
@@ -40,7 +40,7 @@ def require_ray():
         import ray
         import ray.data  # noqa: F401
     except ImportError:
-        raise InvalidInputError("Ray is not installed: pip install 'promptx[ray]'") from None
+        raise InvalidInputError("Ray is not installed: pip install -e '.[ray]' in promptx's checkout") from None
     return ray
 
 

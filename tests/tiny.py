@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
 from engine.runtime.config import ModelConfig
@@ -37,3 +39,15 @@ def make_tiny_drafter(target, seed: int = 1, **overrides) -> Drafter:
     if drafter.config.lowrank_rank is not None:
         drafter.init_lowrank_from_head()
     return drafter.eval()
+
+
+@contextmanager
+def module_path(model: Transformer):
+    """``model`` as a plain ``Transformer`` inside the block: its passes go through the modules
+    (a lean pass or CUDA graphs, swapped in as a subclass, switched off), its cache unleased."""
+    kind = model.__class__
+    model.__class__ = Transformer
+    try:
+        yield model
+    finally:
+        model.__class__ = kind

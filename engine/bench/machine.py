@@ -12,6 +12,7 @@ import resource
 import torch
 
 from ..planning.cost_table import cpu_name
+from ..runtime.cuda_graphs import cuda_graphs_of
 
 
 def peak_rss_mib() -> float:
@@ -31,8 +32,9 @@ def machine_info(model) -> dict:
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     # CUDA graphs (engine.runtime.cuda_graphs): capture cost, captured buckets, replays; None when off
-    info["cuda_graphs"] = model.graphs.summary() if model.graphs is not None else None
-    kernels = {layer.self_attn.kernel for layer in model.layers}
+    graphs = cuda_graphs_of(model)
+    info["cuda_graphs"] = graphs.summary() if graphs is not None else None
+    kernels = {getattr(layer.self_attn, "kernel", None) for layer in model.layers}   # KernelAttention's
     info["attention"] = "sdpa" if kernels == {None} else "flashinfer"     # engine.runtime.tree_attention
     return info
 

@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 import torch
 
 from ..progress import progress_bar
+from ..runtime.cuda_graphs import cuda_graphs_of
 from ..speculative.checkpoint import target_fingerprint
 from .cost_table import CostKey, CostTable, cpu_name
 
@@ -48,7 +49,7 @@ def cost_key(model, drafter) -> CostKey:
     shape = f"{c.hidden_size}-{c.draft_vocab_size}-{c.lowrank_rank}-{c.window}"
     drafter_id = hashlib.sha256(shape.encode()).hexdigest()[:6]
     weight = model.embed_tokens.weight
-    device = device_name(weight.device) + ("+cuda-graphs" if model.graphs is not None else "")
+    device = device_name(weight.device) + ("+cuda-graphs" if cuda_graphs_of(model) is not None else "")
     return CostKey(device=device, model=f"{target_fingerprint(model)}-{drafter_id}",
                    dtype=model.precision, threads=torch.get_num_threads())
 

@@ -118,9 +118,9 @@ class Harness(Planner):
                   on_measure: Callable[[], None] | None = None) -> "Harness":
         """The harness with this device's stored cost table, measuring a quick one when none is
         stored; both happen at its first decode. ``on_measure`` is called before measuring.
-        Where the model verifies one column only (``Transformer.max_columns``), it drafts chains."""
+        Where the model verifies one column only (``TreeLayout.chains_only``), it drafts chains."""
         config = config or HarnessConfig()
-        if model.max_columns == 1:
+        if model.layout.chains_only:
             config = replace(config, branching=1)
         return cls(lambda: load_or_calibrate(model, drafter, directory, progress, on_measure), config)
 

@@ -6,7 +6,7 @@ single-token step (1 row) and verification passes of root + tree in buckets
 of ``NODE_BUCKETS`` tree nodes (a tree of n nodes runs in the graph of the
 smallest bucket >= n, padded by ``pad_pass``; more than 64 nodes: no graph).
 A graph reads fixed addresses, so every graph works on one static cache that
-``Transformer.new_cache`` leases to one batch-1 decode at a time
+``GraphedTransformer.new_cache`` leases to one batch-1 decode at a time
 (``CudaGraphs.lease``), and on static input buffers: token ids, positions,
 cache slots and the attention mask are device tensors written before each
 replay with device operations only (no host synchronisation in a step; the
@@ -29,7 +29,7 @@ padded pass eagerly; a pass no bucket holds, or any other pass (the prompt,
 batches, caches not leased), goes through the modules.
 
 Not here: the drafter's passes (not captured), the decode loops (unchanged:
-they reach the graphs through ``Transformer.forward``), tree masks of the
+they reach the graphs through ``GraphedTransformer.forward``), tree masks of the
 module path (``engine.speculative.loop.verify_inputs``).
 """
 
@@ -150,7 +150,7 @@ class _StaticKV:
 
 
 class CudaGraphs:
-    """The graphs of one batch-1 target over its static cache (``Transformer.graphs``).
+    """The graphs of one batch-1 target over its static cache (``GraphedTransformer.graphs``).
 
     ``capture=False`` (or a capture that fails) runs each padded pass eagerly: the same
     numbers without a graph, which is how CPU tests check the padding and the masks."""
@@ -233,7 +233,7 @@ class CudaGraphs:
     def run_eager(self, rows: int) -> ForwardOutput:
         """The padded pass of ``rows`` rows on the current static inputs, through the modules."""
         inputs = self.inputs[rows]
-        return self.model.forward(inputs.tokens, self.static, positions=inputs.positions, mask=inputs.mask,
+        return Transformer.forward(self.model, inputs.tokens, self.static, positions=inputs.positions, mask=inputs.mask,
                                   taps=True, slots=inputs.slots)
 
     def _try_capture(self, rows: int) -> None:
@@ -269,14 +269,42 @@ class CudaGraphs:
                 "module_passes": self.module_passes}
 
 
-def attach_cuda_graphs(model: Transformer, capacity: int = DEFAULT_CAPACITY) -> CudaGraphs | None:
-    """Capture ``model``'s graphs and route its batch-1 passes through them (``Transformer.graphs``);
-    None, and nothing changes, off CUDA, for a precision without its own torch dtype or where a lean
-    pass (``Transformer.lean``) already takes them."""
-    device = model.embed_tokens.weight.device
-    if device.type != "cuda" or model.lean is not None or model.precision != str(model.dtype).removeprefix("torch."):
-        return None
-    model.graphs = None
-    graphs = CudaGraphs(model, capacity)
+class GraphedTransformer(Transformer):
+    """A ``Transformer`` whose batch-1 passes after the prompt replay ``graphs`` on the static
+    cache ``new_cache`` leases; every other pass (and cache) goes through the modules."""
+
+    graphs: CudaGraphs
+
+    def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
+        capacity = capacity or self.config.max_position_embeddings
+        leased = self.graphs.lease(capacity) if batch == 1 else None
+        return leased if leased is not None else super().new_cache(capacity, batch)
+
+    def forward(self, tokens: torch.Tensor, cache: KVCache, **options) -> ForwardOutput:
+        if self.graphs.handles(tokens, cache, **options):
+            return self.graphs(tokens, cache, **options)
+        return super().forward(tokens, cache, **options)
+
+
+def use_cuda_graphs(model: Transformer, graphs: CudaGraphs) -> None:
+    """``model`` a ``GraphedTransformer`` replaying ``graphs``, in place."""
+    model.__class__ = GraphedTransformer
     model.graphs = graphs
+
+
+def cuda_graphs_of(model: Transformer) -> CudaGraphs | None:
+    """The graphs ``model`` replays, if any."""
+    return model.graphs if isinstance(model, GraphedTransformer) else None
+
+
+def attach_cuda_graphs(model: Transformer, capacity: int = DEFAULT_CAPACITY) -> CudaGraphs | None:
+    """Capture ``model``'s graphs and route its batch-1 passes through them (``use_cuda_graphs``);
+    None, and nothing changes, off CUDA, for a precision without its own torch dtype, where a lean
+    pass (``engine.runtime.lean_step.LeanTransformer``) already takes them or graphs are attached."""
+    device = model.embed_tokens.weight.device
+    if device.type != "cuda" or type(model) is not Transformer \
+            or model.precision != str(model.dtype).removeprefix("torch."):
+        return None
+    graphs = CudaGraphs(model, capacity)
+    use_cuda_graphs(model, graphs)
     return graphs

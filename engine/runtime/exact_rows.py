@@ -31,7 +31,7 @@ Some kernels (seen on an AMX Xeon with torch 2.13) sum a row's keys in groups
 that no lane layout keeps: a key moved to another column changes the sum.
 ``shifted_keys_stay_exact`` probes that once per process; where it fails,
 only the first column of a tree (its greedy chain, at contiguous slots) is
-verified (``Transformer.max_columns``).
+verified (``TreeLayout.max_columns``).
 
 Not here: the mixed and int8 precisions (plain decoding only).
 """
@@ -46,8 +46,9 @@ from torch import nn
 
 from .kv_cache import aligned
 from .layers import attend_rows
-from .lean_step import LeanInt4Pass
-from .model import Attention, Transformer
+from .layout import TreeLayout
+from .lean_step import LeanInt4Pass, use_lean_pass
+from .model import Attention, RowwiseAttention, Transformer
 
 ROW_COUNTS = (1, 2, 3, 4, 8, 16)   # candidate minimum pass sizes, smallest first
 HALF = (torch.bfloat16, torch.float16)
@@ -171,23 +172,22 @@ def make_rows_exact(model: Transformer) -> Transformer:
     """In a half-precision target, in place: every plain ``nn.Linear`` becomes a
     ``PaddedLinear`` (weights shared, tied ones included), attention after the prefix runs
     row by row (``attend_rowwise``), and draft trees are laid out in lane-aligned columns
-    (``Transformer.lane_stride``: attention kernels sum each vector lane separately, so a key
+    (``Transformer.layout``: attention kernels sum each vector lane separately, so a key
     must sit in the lane its position gives it in plain decoding). fp32 models stay as they
     are: their last-bit differences do not flip a greedy choice in practice (the fp32
     exactness tests), bf16 rounding does. CPU only: GPU kernels are not checked yet. An int4
-    model also gets ``Transformer.lean`` (``engine.runtime.lean_step.LeanInt4Pass``)."""
+    model also becomes a ``LeanTransformer`` (``engine.runtime.lean_step.LeanInt4Pass``)."""
     if model.dtype not in HALF or model.embed_tokens.weight.device.type != "cpu":
         return model
     for module in model.modules():
         if type(module) is nn.Linear:
             module.__class__ = PaddedLinear
-        elif isinstance(module, Attention):
-            module.rowwise = True
-    model.lane_stride = LANE_STRIDE
+        elif type(module) is Attention:
+            module.__class__ = RowwiseAttention
     cfg = model.config
-    if not shifted_keys_stay_exact(model.dtype, cfg.num_key_value_heads,
-                                   cfg.num_attention_heads // cfg.num_key_value_heads, cfg.head_dim):
-        model.max_columns = 1
+    shifted_ok = shifted_keys_stay_exact(model.dtype, cfg.num_key_value_heads,
+                                         cfg.num_attention_heads // cfg.num_key_value_heads, cfg.head_dim)
+    model.layout = TreeLayout(LANE_STRIDE, max_columns=None if shifted_ok else 1)
     if LeanInt4Pass.supports(model):       # the same numbers after the prompt, without module dispatch
-        model.lean = LeanInt4Pass(model)
+        use_lean_pass(model, LeanInt4Pass(model))
     return model

@@ -15,9 +15,9 @@ the module path's operations (kernels called on the packed weights, row-by-row
 attention over an aligned span, taps too), bit for bit (tested), so speculation
 stays lossless. ``run_rows`` does the same for several sequences in one pass,
 each in its own cache (``engine.speculative.batch.RowTargets``): the matmuls
-over all their tokens at once, attention per sequence. ``Transformer.lean``
-holds either; ``handles`` says which passes it takes, the rest go through the
-modules.
+over all their tokens at once, attention per sequence. ``use_lean_pass`` makes a
+model a ``LeanTransformer`` holding either: the pass takes the passes it
+``handles``, the rest go through the modules.
 Not here: Qwen3's q/k norms (such models keep the module path; ``supports``).
 """
 
@@ -32,7 +32,31 @@ import torch.nn.functional as F
 from .int4 import WIDE_ROWS
 from .kv_cache import CacheFullError, KVCache
 from .layers import attend_rows
-from .model import ForwardOutput, aligned_mask
+from .model import ForwardOutput, RowwiseAttention, Transformer, aligned_mask
+
+
+class LeanTransformer(Transformer):
+    """A ``Transformer`` whose passes go through ``lean`` (a ``LeanStep`` or ``LeanInt4Pass``)
+    wherever it ``handles`` them, through the modules otherwise."""
+
+    lean: "LeanStep | LeanInt4Pass"
+
+    def forward(self, tokens: torch.Tensor, cache: KVCache, **options) -> ForwardOutput:
+        if self.lean.handles(tokens, cache, **options):
+            return self.lean(tokens, cache, **options)
+        return super().forward(tokens, cache, **options)
+
+
+def use_lean_pass(model: Transformer, lean: "LeanStep | LeanInt4Pass") -> None:
+    """``model`` a ``LeanTransformer`` running ``lean``, in place."""
+    model.__class__ = LeanTransformer
+    model.lean = lean
+
+
+def lean_int4_pass(model: Transformer) -> "LeanInt4Pass | None":
+    """The int4 lean pass ``model`` runs, if any (batched rows share it: ``run_rows``)."""
+    lean = model.lean if isinstance(model, LeanTransformer) else None
+    return lean if isinstance(lean, LeanInt4Pass) else None
 
 
 @dataclass(frozen=True)
@@ -135,8 +159,8 @@ class LeanInt4Pass:
 
     @staticmethod
     def supports(model) -> bool:
-        return model.precision == "int4" and not model.config.qk_norm and model.lane_stride > 0 \
-            and all(block.self_attn.rowwise for block in model.layers)
+        return model.precision == "int4" and not model.config.qk_norm and model.layout.lanes \
+            and all(isinstance(block.self_attn, RowwiseAttention) for block in model.layers)
 
     @staticmethod
     def handles(tokens: torch.Tensor, cache, *, positions: torch.Tensor | None = None, **_) -> bool:

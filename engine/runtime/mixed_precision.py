@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .lean_step import LeanStep
+from .lean_step import LeanStep, use_lean_pass
 from .quantize import QUANTIZED_LAYERS
 
 
@@ -49,5 +49,5 @@ def use_mixed_precision(model: nn.Module) -> nn.Module:
                     raise ValueError(f"mixed precision needs float32 weights, got {child.weight.dtype}")
                 setattr(parent, name, MixedLinear(child))
     if LeanStep.supports(model):
-        model.lean = LeanStep(model)
+        use_lean_pass(model, LeanStep(model))
     return model

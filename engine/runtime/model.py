@@ -4,9 +4,12 @@ Only the network: embeddings, decoder blocks, final norm and head, reading
 and writing an external ``KVCache``. One forward pass serves prefill, single
 token decoding and tree verification (explicit boolean mask, positions =
 prefix length + depth). It can return the EAGLE-3 hidden-state taps and
-computes logits only at the rows asked for. On CUDA the batch-1 passes after
-the prompt may be replayed from CUDA graphs (``Transformer.graphs``,
-``engine.runtime.cuda_graphs``).
+computes logits only at the rows asked for. Its forward is the module path and
+nothing else: runtime modes are other classes swapped in at load, never flags
+read per pass (``RowwiseAttention``, ``KernelAttention`` below; a lean pass,
+``engine.runtime.lean_step.LeanTransformer``; CUDA graphs,
+``engine.runtime.cuda_graphs.GraphedTransformer``). ``Transformer.layout`` says
+where verification passes put their rows (``engine.runtime.layout``).
 
 Not here: loading files (``engine.weights.loading``), decoding loops, sampling.
 """
@@ -14,12 +17,14 @@ Not here: loading files (``engine.weights.loading``), decoding loops, sampling.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch import nn
 
 from .config import ModelConfig
 from .kv_cache import KVCache, aligned
+from .layout import TreeLayout
 from .layers import RMSNorm, RotaryEmbedding, SwiGLU, apply_rotary, attend, attend_rowwise
 
 
@@ -38,8 +43,6 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False, dtype=dtype)
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
-        self.rowwise = False   # batch 1, after the prefix: each token as its own row (engine.runtime.exact_rows)
-        self.kernel = None     # batch 1, after the prefix: another attention kernel (engine.runtime.tree_attention)
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], cache: KVCache,
                 layer: int, start: int, mask: torch.Tensor | None, slots: torch.Tensor | None = None) -> torch.Tensor:
@@ -56,14 +59,43 @@ class Attention(nn.Module):
         q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         span = None if mask is None else mask.shape[-1]
         k_all, v_all = cache.write(layer, start, k, v, span, slots)       # [B, Hkv, span, D]
-        if self.rowwise and start > 0 and b == 1:   # exactness is promised at batch 1
-            out = attend_rowwise(q, k_all, v_all, mask)
-        elif self.kernel is not None and start > 0 and b == 1 and (mask is None or mask.dim() == 2):
-            every_key = mask if mask is not None else q.new_ones(t, k_all.shape[2], dtype=torch.bool)
-            out = self.kernel(q, k_all, v_all, every_key)
-        else:
-            out = attend(q, k_all, v_all, mask, causal=(start == 0 and t > 1))
+        out = self.attend(q, k_all, v_all, mask, start)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+               start: int) -> torch.Tensor:
+        """q [B, H, T, D] over k, v [B, Hkv, S, D] (causal in a prompt's first pass) -> [B, H, T, D]."""
+        return attend(q, k, v, mask, causal=(start == 0 and q.shape[2] > 1))
+
+
+class RowwiseAttention(Attention):
+    """Attention whose passes after the prefix at batch 1 run each token as its own row
+    (``attend_rowwise``): a row's numbers are its single-token step's (``engine.runtime.exact_rows``)."""
+
+    def attend(self, q, k, v, mask, start):
+        if start > 0 and q.shape[0] == 1:          # exactness is promised at batch 1
+            return attend_rowwise(q, k, v, mask)
+        return super().attend(q, k, v, mask, start)
+
+
+class KernelAttention(Attention):
+    """Attention whose passes after the prefix at batch 1 go through ``kernel(q, k, v, mask)``
+    (mask bool [T, S]; ``engine.runtime.tree_attention``)."""
+
+    kernel: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+    def attend(self, q, k, v, mask, start):
+        if start > 0 and q.shape[0] == 1 and (mask is None or mask.dim() == 2):
+            every_key = mask if mask is not None else q.new_ones(q.shape[2], k.shape[2], dtype=torch.bool)
+            return self.kernel(q, k, v, every_key)
+        return super().attend(q, k, v, mask, start)
+
+
+def use_attention_kernel(model: "Transformer", kernel: Callable) -> None:
+    """Every attention layer of ``model`` a ``KernelAttention`` running ``kernel``, in place."""
+    for block in model.layers:
+        block.self_attn.__class__ = KernelAttention
+        block.self_attn.kernel = kernel
 
 
 class Block(nn.Module):
@@ -117,25 +149,13 @@ class Transformer(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
-        # optional fast path for the passes it ``handles`` (engine.runtime.lean_step: mixed precision, int4)
-        self.lean = None
-        # tree slots: node (depth d, column c) at prefix + lane_stride * c + d, so that each key
-        # sits in the vector lane it has in plain decoding (engine.runtime.exact_rows); 0 = contiguous
-        self.lane_stride = 0
-        # draft-tree columns a pass may verify (None: all; 1: the first chain only, where this CPU's
-        # attention sums keys moved into another column differently: engine.runtime.exact_rows)
-        self.max_columns: int | None = None
-        # CUDA graphs of the passes after the prompt at batch 1, over a static cache that ``new_cache``
-        # leases to one decode at a time (engine.runtime.cuda_graphs); None: every pass through the modules
-        self.graphs = None
+        self.layout = TreeLayout()       # engine.runtime.exact_rows sets lane-aligned rows
 
     def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
         cfg = self.config
         capacity = capacity or cfg.max_position_embeddings
-        if self.graphs is not None and batch == 1 and (leased := self.graphs.lease(capacity)) is not None:
-            return leased
         return KVCache(cfg.num_hidden_layers, batch, cfg.num_key_value_heads, cfg.head_dim,
-                       capacity, self.dtype, self.embed_tokens.weight.device, spans=bool(self.lane_stride))
+                       capacity, self.dtype, self.embed_tokens.weight.device, spans=self.layout.lanes)
 
     @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, cache: KVCache, *, positions: torch.Tensor | None = None,
@@ -151,14 +171,9 @@ class Transformer(nn.Module):
         least to the last).
         """
         start, t = cache.length, tokens.shape[1]
-        if self.lean is not None and self.lean.handles(tokens, cache, positions=positions, mask=mask,
-                                                         logits_at=logits_at, taps=taps, slots=slots):
-            return self.lean(tokens, cache, positions=positions, mask=mask, logits_at=logits_at, taps=taps, slots=slots)
-        if self.graphs is not None and self.graphs.handles(tokens, cache, positions=positions, mask=mask, slots=slots):
-            return self.graphs(tokens, cache, positions=positions, mask=mask, logits_at=logits_at, taps=taps)
         if positions is None:
             positions = torch.arange(start, start + t, device=tokens.device)
-        if self.lane_stride:
+        if self.layout.lanes:
             mask = aligned_mask(mask, start, t, tokens.device)
         elif mask is None and start > 0 and t > 1:
             mask = prefix_causal_mask(start, t, tokens.device)

@@ -5,7 +5,7 @@ keys (``custom_mask``), so a draft tree's verification pass, and the
 single-token step with every key visible, run in one kernel over the KV
 cache as it lies (heads, slots, dims: FlashInfer's "HND" layout), grouped KV
 heads included. ``use_flashinfer`` gives a CUDA target in half precision this
-kernel for every batch-1 pass after the prompt (``Attention.kernel``), once a
+kernel for every batch-1 pass after the prompt (``engine.runtime.model.KernelAttention``), once a
 probe has run it and found it agreeing with SDPA; without FlashInfer, on a
 CPU, in fp32 (FlashInfer has no fp32 kernels) or when the probe fails, every
 pass keeps SDPA with the boolean mask (``layers.attend``). The two agree to
@@ -23,6 +23,7 @@ import importlib.util
 import torch
 
 from .layers import attend
+from .model import use_attention_kernel
 
 HALF = (torch.float16, torch.bfloat16)
 PROBE_TOLERANCE = 2e-2   # bf16 outputs of two kernels summing in different orders
@@ -72,6 +73,5 @@ def use_flashinfer(model) -> bool:
     if not flashinfer_agrees(model.dtype, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim,
                              str(device)):
         return False
-    for layer in model.layers:
-        layer.self_attn.kernel = flashinfer_attend
+    use_attention_kernel(model, flashinfer_attend)
     return True

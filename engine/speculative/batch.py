@@ -31,7 +31,7 @@ Each round's tree shape comes from the ``Planner`` (``engine.speculative.planner
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Sequence
 
 import torch
@@ -41,7 +41,7 @@ from ..decode.commit import commit_tokens
 from ..decode.sampling import SamplingParams, make_generator, pick_token
 from ..decode.stats import DecodeStats
 from ..decode.stopping import StopChecker
-from ..runtime.lean_step import LeanInt4Pass, RowPass
+from ..runtime.lean_step import RowPass, lean_int4_pass
 from ..runtime.model import Transformer
 from .drafter import Drafter
 from .loop import FixedTree, fit_lanes, tree_room, verify_inputs
@@ -350,8 +350,8 @@ class RowTargets:
 
     def __init__(self, model: Transformer, rows: Sequence[_Row], limit: TreeConfig) -> None:
         self.model = model
-        columns = 1 if limit.top_k == 1 else model.max_columns      # a chain sits in one lane column
-        room = tree_room(limit.budget, model.lane_stride, columns)
+        layout = model.layout if limit.top_k > 1 else replace(model.layout, max_columns=1)   # a chain: one column
+        room = tree_room(limit.budget, layout)
         longest = max(len(r.prompt) + r.params.max_new_tokens for r in rows)
         self.batch = model.new_cache(longest + room, batch=len(rows))
         self.caches = self.batch.rows()          # row r's cache is batch row r (``keep`` re-packs)
@@ -359,7 +359,7 @@ class RowTargets:
 
     @staticmethod
     def fits(model: Transformer) -> bool:
-        return isinstance(model.lean, LeanInt4Pass)
+        return lean_int4_pass(model) is not None
 
     @property
     def length(self) -> int:
@@ -370,15 +370,14 @@ class RowTargets:
         return torch.stack([out.logits[0, -1] for out in outs]), [out.taps[0] for out in outs]
 
     def verify(self, rows: Sequence[_Row], trees: Sequence[DraftTree]):
-        lane = self.model.lane_stride
-        columns = self.model.max_columns
-        trees = [fit_lanes(tree, cache.length, lane, columns) for tree, cache in zip(trees, self.caches)]
+        layout = self.model.layout
+        trees = [fit_lanes(tree, cache.length, layout) for tree, cache in zip(trees, self.caches)]
         parts, self.slots = [], []
         for row, tree, cache in zip(rows, trees, self.caches):
-            tokens, positions, mask, slots = verify_inputs(cache, row.root, tree, lane)
-            parts.append(RowPass(tokens[0], cache, positions, mask, slots if lane else None))
+            tokens, positions, mask, slots = verify_inputs(cache, row.root, tree, layout)
+            parts.append(RowPass(tokens[0], cache, positions, mask, slots if layout.lanes else None))
             self.slots.append(slots)
-        outs = self.model.lean.run_rows(parts, taps=True, batch=self.batch)
+        outs = lean_int4_pass(self.model).run_rows(parts, taps=True, batch=self.batch)
         return trees, [logits for logits, _ in outs], [taps for _, taps in outs]
 
     def commit(self, rows: Sequence[_Row], results) -> None:

@@ -31,6 +31,7 @@ from ..decode.sampling import SamplingParams, make_generator, pick_token
 from ..decode.stats import DecodeStats
 from ..decode.stopping import StopChecker
 from ..runtime.exact_rows import KEY_BLOCK
+from ..runtime.layout import TreeLayout
 from ..runtime.model import Transformer
 from .copy_draft import CopySession
 from .drafter import Drafter
@@ -128,20 +129,20 @@ def drafter_catch_up(drafter: Drafter, state: DraftState, taps: torch.Tensor, ne
 def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
     """Run (root, tree nodes) through the target with the tree mask; logits [N+1, V], taps and
     the cache slot of each row (``tree_slots``)."""
-    tokens, positions, mask, slots = verify_inputs(cache, root, tree, model.lane_stride)
+    tokens, positions, mask, slots = verify_inputs(cache, root, tree, model.layout)
     out = model(tokens, cache, positions=positions, mask=mask, taps=True,
-                slots=slots if model.lane_stride else None)      # contiguous: a plain slice write
+                slots=slots if model.layout.lanes else None)      # contiguous: a plain slice write
     return out.logits[0], out.taps, slots
 
 
-def verify_inputs(cache, root: int, tree: DraftTree, lane_stride: int):
+def verify_inputs(cache, root: int, tree: DraftTree, layout: TreeLayout):
     """What a verification pass of (root, tree) after ``cache``'s prefix feeds the target: tokens
     [1, N+1], positions [N+1], mask [N+1, S] (the prefix, then the tree) and slots [N+1]."""
     length, n = cache.length, tree.size
     device = cache.k.device
     tokens = torch.tensor([[root] + tree.token_list], device=device)
     depths = tree.depths_with_root()
-    slots = tree_slots(depths, tree.parents, length, lane_stride).to(device)
+    slots = tree_slots(depths, tree.parents, length, layout.lane_stride).to(device)
     mask = torch.zeros(n + 1, int(slots.max()) + 1, dtype=torch.bool, device=device)
     mask[:, :length] = True
     mask[:, slots] = tree.mask_with_root().to(device)
@@ -152,7 +153,7 @@ def tree_slots(depths: torch.Tensor, parents: torch.Tensor, length: int, lane_st
     """Cache slots of the rows (root first; ``depths`` [N+1], node ``parents`` [N], -1 = root):
     contiguous after the prefix, or with ``lane_stride`` node (depth d, column c) at
     length + lane_stride * c + d (``lane_columns``), so that every node sits in the vector lane
-    of its position and after its ancestors (``Transformer.lane_stride``)."""
+    of its position and after its ancestors (``TreeLayout``)."""
     if not lane_stride:
         return torch.arange(length, length + len(depths))
     return length + lane_stride * lane_columns(depths, parents) + depths
@@ -172,10 +173,11 @@ def lane_columns(depths: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
     return torch.tensor(column, dtype=depths.dtype, device=depths.device)
 
 
-def fit_lanes(tree: DraftTree, length: int, lane_stride: int, max_columns: int | None = None) -> DraftTree:
+def fit_lanes(tree: DraftTree, length: int, layout: TreeLayout) -> DraftTree:
     """``tree`` without the nodes (and their descendants) whose lane-aligned slot would fall in
-    a later block of keys than their position, or in a column from ``max_columns`` on
+    a later block of keys than their position, or in a column from ``layout.max_columns`` on
     (``engine.runtime.exact_rows``)."""
+    lane_stride, max_columns = layout.lane_stride, layout.max_columns
     if not lane_stride or not tree.size:
         return tree
     depths = tree.depths_with_root()
@@ -188,9 +190,10 @@ def fit_lanes(tree: DraftTree, length: int, lane_stride: int, max_columns: int |
     return tree.without(dropped.nonzero().flatten().tolist()) if dropped.any() else tree
 
 
-def tree_room(max_nodes: int, lane_stride: int, max_columns: int | None = None) -> int:
+def tree_room(max_nodes: int, layout: TreeLayout) -> int:
     """Cache slots a round may use past the prefix: root and nodes, spread into lane columns
-    (at most ``max_columns`` of them: a chain uses one)."""
+    (at most ``layout.max_columns`` of them: a chain uses one)."""
+    lane_stride, max_columns = layout.lane_stride, layout.max_columns
     if not lane_stride:
         return max_nodes + 2
     spread = lane_stride * (max_nodes + 1)
@@ -247,7 +250,7 @@ class _PlainRun:
 
     def _copy(self, token: int, chain: list[int]) -> tuple[list[int], torch.Tensor, int]:
         model, cache = self.model, self.cache
-        tree = fit_lanes(DraftTree.chain(chain), cache.length, model.lane_stride, model.max_columns)
+        tree = fit_lanes(DraftTree.chain(chain), cache.length, model.layout)
         logits, taps, slots = verify_pass(model, cache, token, tree)
         result = verify(tree, logits, self.stop.tokens, self.params, self.generator)
         rows = result.kept_rows
@@ -271,7 +274,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     if stop.done:
         return
     copy_nodes = planner.copies.max_length if planner.copies is not None else 0     # a grafted copy draft
-    room = tree_room(planner.max_nodes + copy_nodes, model.lane_stride, model.max_columns)
+    room = tree_room(planner.max_nodes + copy_nodes, model.layout)
     capacity = len(prompt_ids) + params.max_new_tokens + room
     cache = model.new_cache(capacity)
     generator = make_generator(params.seed)
@@ -296,7 +299,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         steps = planner.plain_steps(cache.length)
         # a chain-only model verifies one chain a round: a copy draft expected to beat the drafter's goes alone
         copy_alone = planner.copy_instead(copies, cache.length) \
-            if not steps and copies is not None and model.max_columns == 1 else []
+            if not steps and copies is not None and model.layout.chains_only else []
         if steps or copy_alone:       # speculation predicted not to pay (plain steps), or a copy round
             run = _PlainRun(model, cache, root, params, stop, stats, generator, planner, copies)
             yield from run.steps(steps or 1, first=copy_alone)
@@ -319,7 +322,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         chain = _graftable_copy(planner, copies, model, cache.length)
         if chain:
             tree = graft_chain(tree, chain)
-        tree = fit_lanes(tree, cache.length, model.lane_stride, model.max_columns)
+        tree = fit_lanes(tree, cache.length, model.layout)
         t1 = time.perf_counter()
         logits, taps, slots = verify_pass(model, cache, root, tree)
         result = verify(tree, logits, stop.tokens, params, generator)
@@ -349,7 +352,7 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
 def _graftable_copy(planner: Planner, copies: "CopySession | None", model: Transformer, context: int) -> list[int]:
     """The copy draft to graft onto a drafted tree: only where the model verifies several columns
     (a chain-only model verifies the drafter's chain; copies then go in the rounds without it)."""
-    if copies is None or model.max_columns == 1:
+    if copies is None or model.layout.chains_only:
         return []
     return planner.copy_chain(copies, context)
 

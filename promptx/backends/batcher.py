@@ -1,10 +1,12 @@
 """Batching concurrent callers: threads that ask one backend for text at the same time have
 their requests decoded together by the backend's ``generate_many``.
 
-A caller that finds the backend idle leads: it waits up to ``gather_s`` (15 ms) for
-concurrent callers to join, or less once ``max_batch`` are queued, then decodes them together;
-callers arriving meanwhile queue up and go together in the next batch. (Without the window,
-eight threads starting at once decoded as a batch of one, then one of seven.) One
+A caller that finds the backend idle leads: it decodes the queued requests together;
+callers arriving meanwhile queue up and go together in the next batch. Where callers have
+met lately (one arrived while another was queued or decoding, in the last ``COMPANY_S``),
+a leader first waits up to ``gather_s`` (15 ms) for others to join, or less once
+``max_batch`` are queued (without the window, eight threads starting at once decoded as a
+batch of one, then one of seven); a lone caller on a quiet backend does not wait. One
 failing request does not fail the others: a batch that raises is retried one by one.
 Not here: streaming (a streamed call decodes alone, through ``Backend.start``).
 """
@@ -21,6 +23,8 @@ from .base import GenerationOptions, GenerationOutput, Messages
 GenerateMany = Callable[[list[tuple[Messages, GenerationOptions]]], list[GenerationOutput]]
 #: how long an idle backend's first caller waits for others to join its batch, seconds
 GATHER_S = 0.015
+#: how long after callers last met a leader still waits for company, seconds
+COMPANY_S = 30.0
 
 
 class _Pending:
@@ -42,12 +46,15 @@ class RequestBatcher:
         self._cond = threading.Condition()
         self._queue: list[_Pending] = []
         self._leading = False          # a caller is decoding batches now
+        self._met_at = -COMPANY_S      # when a caller last arrived while another was queued or decoding
         self.batch_sizes: deque[int] = deque(maxlen=1024)    # the latest batches' sizes
 
     def generate(self, messages: Messages, options: GenerationOptions) -> GenerationOutput:
         """The output for one request, decoded in a batch with any concurrent ones."""
         item = _Pending(messages, options)
         with self._cond:
+            if self._leading or self._queue:
+                self._met_at = time.monotonic()
             self._queue.append(item)
             self._cond.notify_all()                  # a leader gathering its batch sees it
             while self._leading and not item.done:
@@ -65,7 +72,8 @@ class RequestBatcher:
         """Decode queued batches until this caller's request is done, then hand over."""
         try:
             with self._cond:
-                self._gather()
+                if time.monotonic() - self._met_at < COMPANY_S:
+                    self._gather()
             while not mine.done:
                 with self._cond:
                     batch, self._queue = self._queue[:self.max_batch], self._queue[self.max_batch:]

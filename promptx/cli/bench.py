@@ -281,7 +281,7 @@ def write_outputs(report: dict, out: Path | None) -> str:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        report["notes"].append("matplotlib is not installed: plots skipped (pip install 'promptx[plot]')")
+        report["notes"].append("matplotlib is not installed: plots skipped (pip install -e '.[plot]' in promptx's checkout)")
     else:
         report["plots"] = write_plots(report, out)
     summary = markdown_summary(report)

@@ -152,7 +152,9 @@ class Lexicon:
     def color_family(self, word: str) -> str | None:
         return self.colors.get(word.lower())
 
-    # -- senses ------------------------------------------------------------------------------
+    # -- senses (memoized: the lexicon never changes once read; a request's constraint asks
+    # about every salient lemma of the vocabulary, for each word of its prompt) ---------------
+    @lru_cache(maxsize=None)
     def main_senses(self, lemma: str) -> tuple[int, ...]:
         """The senses of ``lemma`` that licensing considers: the first, and others in its
         lexicographer file (a cat the animal, not a cat the jazz fan)."""
@@ -170,6 +172,7 @@ class Lexicon:
             out |= self.ancestors(parent)
         return frozenset(out)
 
+    @lru_cache(maxsize=1 << 18)
     def licenses(self, given: str, other: str) -> bool:
         """True when a prompt that names ``given`` allows a text to name ``other``: the same
         word, a synonym, a more specific or more general term (first senses), a group of the

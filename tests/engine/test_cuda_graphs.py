@@ -22,9 +22,10 @@ from engine.decode.stats import DecodeStats
 from engine.decode.stopping import StopChecker
 from engine.runtime import cuda_graphs
 from engine.runtime.cuda_graphs import (GRAPH_ROWS, NODE_BUCKETS, CudaGraphs, PassInputs, attach_cuda_graphs,
-                                        graph_rows, pad_pass)
+                                        cuda_graphs_of, graph_rows, pad_pass, use_cuda_graphs)
 from engine.runtime.kv_cache import KVCache
-from engine.runtime.model import prefix_causal_mask
+from engine.runtime.layout import TreeLayout
+from engine.runtime.model import Transformer, prefix_causal_mask, use_attention_kernel
 from engine.speculative.loop import FixedTree, TreeConfig, decode_speculative, verify_inputs
 from engine.speculative.tree import DraftTree
 from tests.tiny import make_tiny_drafter, make_tiny_target
@@ -96,7 +97,7 @@ def test_a_pass_runs_in_the_smallest_bucket_that_holds_its_tree():
 
 def test_padding_keeps_the_real_rows_and_isolates_the_padding_rows(tiny):
     cache, tree = cache_after(tiny, PROMPT), branching_tree()
-    tokens, positions, mask, slots = verify_inputs(cache, 9, tree, 0)
+    tokens, positions, mask, slots = verify_inputs(cache, 9, tree, TreeLayout())
     start, t, width = cache.length, tree.size + 1, mask.shape[1]
     out = pad_pass(tokens, positions, mask, start, PassInputs.empty(graph_rows(t), 96, "cpu"))
     r = out.rows
@@ -119,7 +120,7 @@ def test_the_padded_mask_is_the_verifiers_ancestor_mask(tiny, seed):
     parents = [int(torch.randint(-1, i, (1,), generator=gen)) if i else -1 for i in range(n)]
     tree = DraftTree(torch.arange(100, 100 + n), parents, -torch.arange(n, dtype=torch.float32))
     cache = cache_after(tiny, PROMPT[: 3 + seed])
-    tokens, positions, mask, _ = verify_inputs(cache, 9, tree, 0)
+    tokens, positions, mask, _ = verify_inputs(cache, 9, tree, TreeLayout())
     start = cache.length
     out = pad_pass(tokens, positions, mask, start, PassInputs.empty(graph_rows(n + 1), 128, "cpu"))
     real = out.mask[: n + 1]
@@ -153,7 +154,7 @@ def test_what_the_padding_rows_hold_never_changes_a_real_row(tiny):
     graphs = CudaGraphs(tiny, capacity=128, capture=False)
     cache = graphs.lease(64)
     prefill(tiny, PROMPT, cache)
-    tokens, positions, mask, _ = verify_inputs(cache, 9, branching_tree(), 0)
+    tokens, positions, mask, _ = verify_inputs(cache, 9, branching_tree(), TreeLayout())
     inputs = pad_pass(tokens, positions, mask, cache.length, graphs.inputs[9])
     first = graphs.run_eager(9)
     inputs.tokens[:, 7:] = torch.tensor([[101, 102]])    # other padding tokens, at other positions
@@ -166,9 +167,9 @@ def test_what_the_padding_rows_hold_never_changes_a_real_row(tiny):
 def test_a_padded_verification_pass_computes_the_module_paths_logits(tiny):
     tree = branching_tree()
     reference_cache = cache_after(tiny, PROMPT)
-    tokens, positions, mask, _ = verify_inputs(reference_cache, 9, tree, 0)
+    tokens, positions, mask, _ = verify_inputs(reference_cache, 9, tree, TreeLayout())
     expected = tiny(tokens, reference_cache, positions=positions, mask=mask, taps=True)
-    tiny.graphs = CudaGraphs(tiny, capacity=128, capture=False)
+    use_cuda_graphs(tiny, CudaGraphs(tiny, capacity=128, capture=False))
     cache = cache_after(tiny, PROMPT, capacity=64)
     assert cache.k is tiny.graphs.storage.k
     got = tiny(tokens, cache, positions=positions, mask=mask, taps=True)
@@ -180,7 +181,7 @@ def test_a_padded_verification_pass_computes_the_module_paths_logits(tiny):
 
 def test_greedy_decoding_through_the_padded_passes_equals_the_module_path(tiny):
     expected = plain(tiny, greedy(40))
-    tiny.graphs = CudaGraphs(tiny, capacity=128, capture=False)
+    use_cuda_graphs(tiny, CudaGraphs(tiny, capacity=128, capture=False))
     assert plain(tiny, greedy(40)) == expected
     assert tiny.graphs.eager[1] == 39 and not tiny.graphs.replays       # every step after the prompt's
     assert tiny.graphs.module_passes == 1                                 # the prompt
@@ -190,7 +191,7 @@ def test_greedy_decoding_through_the_padded_passes_equals_the_module_path(tiny):
 def test_greedy_speculation_through_the_padded_passes_is_lossless(tiny, config):
     drafter = make_tiny_drafter(tiny, window=16)
     expected = plain(tiny, greedy(40))
-    tiny.graphs = CudaGraphs(tiny, capacity=256, capture=False)
+    use_cuda_graphs(tiny, CudaGraphs(tiny, capacity=256, capture=False))
     assert speculative(tiny, drafter, greedy(40), config) == expected
     assert graph_rows(config.budget + 1) in tiny.graphs.eager
 
@@ -199,7 +200,7 @@ def test_sampled_decoding_through_the_padded_passes_repeats_the_module_paths_dra
     params = SamplingParams(temperature=0.9, max_new_tokens=30, seed=7)
     drafter = make_tiny_drafter(tiny, window=16)
     expected_plain, expected_spec = plain(tiny, params), speculative(tiny, drafter, params, CONFIGS[1])
-    tiny.graphs = CudaGraphs(tiny, capacity=256, capture=False)
+    use_cuda_graphs(tiny, CudaGraphs(tiny, capacity=256, capture=False))
     assert plain(tiny, params) == expected_plain
     assert speculative(tiny, drafter, params, CONFIGS[1]) == expected_spec
 
@@ -208,14 +209,14 @@ def test_sampled_decoding_through_the_padded_passes_repeats_the_module_paths_dra
 def test_off_cuda_nothing_is_attached(tiny):
     from engine.generator import Generator
 
-    assert attach_cuda_graphs(tiny) is None and tiny.graphs is None
-    assert Generator(tiny, tokenizer=None, cuda_graphs=True).model.graphs is None
+    assert attach_cuda_graphs(tiny) is None and cuda_graphs_of(tiny) is None
+    assert cuda_graphs_of(Generator(tiny, tokenizer=None, cuda_graphs=True).model) is None
     assert type(tiny.new_cache(64)) is KVCache
 
 
 def test_a_failed_capture_runs_its_bucket_eagerly(tiny):
     expected = plain(tiny, greedy(20))
-    tiny.graphs = CudaGraphs(tiny, capacity=128, rows=(1, 5), capture=True)       # no CUDA here: both fail
+    use_cuda_graphs(tiny, CudaGraphs(tiny, capacity=128, rows=(1, 5), capture=True))       # no CUDA here: both fail
     assert set(tiny.graphs.failed) == {1, 5} and not tiny.graphs.graphs
     assert plain(tiny, greedy(20)) == expected and tiny.graphs.eager[1] == 19
     summary = tiny.graphs.summary()
@@ -226,13 +227,14 @@ def test_a_failed_capture_runs_its_bucket_eagerly(tiny):
 def test_passes_without_a_bucket_go_through_the_modules(tiny):
     drafter = make_tiny_drafter(tiny, window=16)
     expected = plain(tiny, greedy(30))
-    tiny.graphs = CudaGraphs(tiny, capacity=256, rows=(1, 5), capture=False)    # trees of up to 4 nodes
+    use_cuda_graphs(tiny, CudaGraphs(tiny, capacity=256, rows=(1, 5), capture=False))    # trees of up to 4 nodes
     assert speculative(tiny, drafter, greedy(30), CONFIGS[1]) == expected          # 8 nodes: the modules
     assert tiny.graphs.module_passes > 1 and 9 not in tiny.graphs.eager
 
 
 def test_the_static_cache_is_leased_to_one_decode_at_a_time(tiny):
-    graphs = tiny.graphs = CudaGraphs(tiny, capacity=128, capture=False)
+    graphs = CudaGraphs(tiny, capacity=128, capture=False)
+    use_cuda_graphs(tiny, graphs)
     first = tiny.new_cache(100)
     assert first.k is graphs.storage.k and first.capacity == 100 and first.length == 0
     second = tiny.new_cache(100)                      # the first is still alive: an ordinary cache
@@ -272,8 +274,8 @@ def cuda_tiny():
     model.to("cuda")
     drafter = drafter.to("cuda").attach(model)
     graphs = attach_cuda_graphs(model, capacity=256)
-    assert graphs is not None and model.graphs is graphs
-    model.graphs = None
+    assert graphs is not None and cuda_graphs_of(model) is graphs
+    model.__class__ = Transformer          # attached by each test after its eager reference
     return model, drafter, graphs
 
 
@@ -288,7 +290,7 @@ def test_every_bucket_is_captured_and_the_capture_cost_reported(cuda_tiny):
 def test_replayed_greedy_decoding_equals_eager_decoding_in_fp32(cuda_tiny):
     model, _, graphs = cuda_tiny
     expected = plain(model, greedy(100))
-    model.graphs = graphs
+    use_cuda_graphs(model, graphs)
     assert plain(model, greedy(100)) == expected
     assert graphs.replays[1] == 99 and not graphs.eager
 
@@ -298,7 +300,7 @@ def test_replayed_greedy_decoding_equals_eager_decoding_in_fp32(cuda_tiny):
 def test_replayed_greedy_speculation_equals_eager_plain_decoding_in_fp32(cuda_tiny, config):
     model, drafter, graphs = cuda_tiny
     expected = plain(model, greedy(100))
-    model.graphs = graphs
+    use_cuda_graphs(model, graphs)
     assert speculative(model, drafter, greedy(100), config) == expected
     assert graphs.replays[graph_rows(config.budget + 1)] > 0 and not graphs.eager
 
@@ -308,7 +310,7 @@ def test_replayed_sampled_decoding_repeats_eager_sampled_decoding_in_fp32(cuda_t
     model, drafter, graphs = cuda_tiny
     params = SamplingParams(temperature=0.9, max_new_tokens=60, seed=11)
     expected_plain, expected_spec = plain(model, params), speculative(model, drafter, params, CONFIGS[2])
-    model.graphs = graphs
+    use_cuda_graphs(model, graphs)
     assert plain(model, params) == expected_plain
     assert speculative(model, drafter, params, CONFIGS[2]) == expected_spec
     assert graphs.replays[1] > 0 and graphs.replays[17] > 0
@@ -324,7 +326,7 @@ def test_a_replay_is_bit_for_bit_the_eager_padded_pass(dtype):
     tree = branching_tree()
     logits = []
     for graphs in (replayed, eager):
-        model.graphs = graphs
+        use_cuda_graphs(model, graphs)
         cache = model.new_cache(200)
         out = prefill(model, PROMPT, cache)
         token, seen = int(out.logits[0, -1].argmax()), []
@@ -333,7 +335,7 @@ def test_a_replay_is_bit_for_bit_the_eager_padded_pass(dtype):
             cache.commit(1)
             token = int(step.argmax())
             seen.append(step)
-        tokens, positions, mask, _ = verify_inputs(cache, token, tree, 0)
+        tokens, positions, mask, _ = verify_inputs(cache, token, tree, TreeLayout())
         seen.append(model(tokens, cache, positions=positions, mask=mask, taps=True).logits[0])
         logits.append(seen)
         del cache
@@ -347,15 +349,15 @@ def test_a_replay_is_bit_for_bit_the_eager_padded_pass(dtype):
 def test_a_cuda_generator_attaches_graphs_unless_told_not_to(monkeypatch):
     from engine.generator import Generator
 
-    assert Generator(make_tiny_target().to("cuda"), tokenizer=None).model.graphs is not None
-    assert Generator(make_tiny_target().to("cuda"), tokenizer=None, cuda_graphs=False).model.graphs is None
+    assert cuda_graphs_of(Generator(make_tiny_target().to("cuda"), tokenizer=None).model) is not None
+    assert cuda_graphs_of(Generator(make_tiny_target().to("cuda"), tokenizer=None, cuda_graphs=False).model) is None
     monkeypatch.setenv(cuda_graphs.ENV, "0")
-    assert Generator(make_tiny_target().to("cuda"), tokenizer=None).model.graphs is None
+    assert cuda_graphs_of(Generator(make_tiny_target().to("cuda"), tokenizer=None).model) is None
 
 
 # ---- tree attention: FlashInfer against SDPA --------------------------------------------------------
 def test_an_attention_kernel_takes_every_batch1_pass_after_the_prompt_with_its_mask(tiny):
-    """The hook FlashInfer uses (``Attention.kernel``), with SDPA itself as the kernel: the same
+    """The hook FlashInfer uses (``KernelAttention``), with SDPA itself as the kernel: the same
     tokens; it sees the single-token steps (every key visible) and the verification passes."""
     from engine.runtime.layers import attend
     from engine.runtime.tree_attention import use_flashinfer
@@ -368,8 +370,7 @@ def test_an_attention_kernel_takes_every_batch1_pass_after_the_prompt_with_its_m
     def kernel(q, k, v, mask):
         seen.append((q.shape[2], tuple(mask.shape), bool(mask.all())))
         return attend(q, k, v, mask, causal=False)
-    for layer in tiny.layers:
-        layer.self_attn.kernel = kernel
+    use_attention_kernel(tiny, kernel)
     assert plain(tiny, greedy(30)) == expected
     assert {rows for rows, _, every in seen if every} == {1} and len(seen) == 29 * len(tiny.layers)
     seen.clear()

@@ -11,7 +11,8 @@ import torch.nn.functional as F
 
 from engine.runtime.exact_rows import LANE_STRIDE, ROW_COUNTS, PaddedLinear, make_rows_exact, min_exact_rows
 from engine.runtime.kv_cache import KEY_ALIGN, KVCache, aligned
-from engine.runtime.model import aligned_mask
+from engine.runtime.layout import TreeLayout
+from engine.runtime.model import RowwiseAttention, aligned_mask
 from engine.speculative.loop import tree_room, tree_slots
 from tests.tiny import make_tiny_target
 
@@ -32,7 +33,7 @@ def test_tree_slots_put_every_node_in_the_lane_of_its_position_after_its_ancesto
         assert slots[0] == 40 and len(set(slots.tolist())) == n + 1
         assert ((slots - (40 + depths)) % LANE_STRIDE == 0).all()
         assert all(slots[p + 1] < slots[i + 1] for i, p in enumerate(parents))
-        assert int(slots.max()) - 40 < tree_room(n, LANE_STRIDE)
+        assert int(slots.max()) - 40 < tree_room(n, TreeLayout(LANE_STRIDE))
     # the tree of the real-model case: the path 1 -> 5 -> 14 left column 1 for column 0
     parents = [-1, -1, -1, -1, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 5, 9]
     tree = DraftTree(torch.arange(16), parents, torch.zeros(16))
@@ -60,13 +61,13 @@ def test_cache_writes_at_scattered_slots_and_returns_the_span():
 def test_half_precision_models_become_exact_and_fp32_ones_stay():
     fp32 = make_tiny_target()
     make_rows_exact(fp32)
-    assert fp32.lane_stride == 0 and not any(isinstance(m, PaddedLinear) for m in fp32.modules())
+    assert fp32.layout == TreeLayout() and not any(isinstance(m, PaddedLinear) for m in fp32.modules())
     half = make_tiny_target().to(torch.bfloat16)
     half.dtype = torch.bfloat16
     make_rows_exact(half)
-    assert half.lane_stride == LANE_STRIDE
+    assert half.layout.lane_stride == LANE_STRIDE
     assert any(isinstance(m, PaddedLinear) for m in half.modules())
-    assert all(layer.self_attn.rowwise for layer in half.layers)
+    assert all(type(layer.self_attn) is RowwiseAttention for layer in half.layers)
 
 
 def test_a_padded_pass_gives_each_row_what_a_pass_of_the_minimum_size_gives():
@@ -87,10 +88,10 @@ def test_nodes_that_would_cross_a_key_block_are_not_verified():
 
     # root at 500; depth-1 nodes in columns 0..3 land at 501, 517, 533, 549
     tree = DraftTree(torch.tensor([10, 11, 12, 13, 14, 15]), [-1, -1, -1, -1, 0, 2], torch.zeros(6))
-    fitted = fit_lanes(tree, KEY_BLOCK - 12, LANE_STRIDE)
+    fitted = fit_lanes(tree, KEY_BLOCK - 12, TreeLayout(LANE_STRIDE))
     assert fitted.token_list == [10, 14]          # 11, 12 and 13 cross 512; 15 hangs from 12
     assert fitted.parent_list == [-1, 0]
-    assert fit_lanes(tree, 40, LANE_STRIDE) is tree and fit_lanes(tree, KEY_BLOCK - 12, 0) is tree
+    assert fit_lanes(tree, 40, TreeLayout(LANE_STRIDE)) is tree and fit_lanes(tree, KEY_BLOCK - 12, TreeLayout()) is tree
 
 
 def test_where_other_columns_are_not_exact_only_the_first_chain_is_verified():
@@ -99,15 +100,15 @@ def test_where_other_columns_are_not_exact_only_the_first_chain_is_verified():
 
     # depth 1: 10, 11, 12 (columns 0, 1, 2); depth 2: 13 under 10, 14 under 11, 15 under 10; depth 3: 16 under 13
     tree = DraftTree(torch.arange(10, 17), [-1, -1, -1, 0, 1, 0, 3], torch.zeros(7))
-    chain = fit_lanes(tree, 40, LANE_STRIDE, max_columns=1)
+    chain = fit_lanes(tree, 40, TreeLayout(LANE_STRIDE, max_columns=1))
     assert chain.token_list == [10, 13, 16] and chain.parent_list == [-1, 0, 1]
-    assert fit_lanes(tree, 40, LANE_STRIDE, max_columns=None) is tree
-    assert fit_lanes(chain, 40, LANE_STRIDE, max_columns=1) is chain
+    assert fit_lanes(tree, 40, TreeLayout(LANE_STRIDE, max_columns=None)) is tree
+    assert fit_lanes(chain, 40, TreeLayout(LANE_STRIDE, max_columns=1)) is chain
 
 
 def test_tree_room_bounds_the_slots_of_trees_fitted_to_fewer_columns():
     """A tree cut to ``max_columns`` lane columns (``fit_lanes``) stays inside
-    ``tree_room(n, stride, max_columns)``; a chain needs its nodes and two slots, not a lane per node
+    ``tree_room(n, TreeLayout(stride, max_columns))``; a chain needs its nodes and two slots, not a lane per node
     (a batch of 8 once zeroed and copied caches 30x too big for its chains)."""
     from engine.speculative.loop import fit_lanes
     from engine.speculative.tree import DraftTree
@@ -117,11 +118,11 @@ def test_tree_room_bounds_the_slots_of_trees_fitted_to_fewer_columns():
         n = int(torch.randint(1, 40, (1,), generator=gen))
         parents = [int(torch.randint(-1, i, (1,), generator=gen)) for i in range(n)]
         columns = int(torch.randint(1, 5, (1,), generator=gen))
-        fitted = fit_lanes(DraftTree(torch.arange(n), parents, torch.zeros(n)), 40, LANE_STRIDE, columns)
+        fitted = fit_lanes(DraftTree(torch.arange(n), parents, torch.zeros(n)), 40, TreeLayout(LANE_STRIDE, columns))
         slots = tree_slots(fitted.depths_with_root(), fitted.parents, 40, LANE_STRIDE)
-        assert int(slots.max()) - 40 < tree_room(n, LANE_STRIDE, columns) <= tree_room(n, LANE_STRIDE)
-    assert tree_room(63, LANE_STRIDE, 1) == 65 and tree_room(63, LANE_STRIDE) == LANE_STRIDE * 64
-    assert tree_room(63, 0, 1) == tree_room(63, 0) == 65
+        assert int(slots.max()) - 40 < tree_room(n, TreeLayout(LANE_STRIDE, columns)) <= tree_room(n, TreeLayout(LANE_STRIDE))
+    assert tree_room(63, TreeLayout(LANE_STRIDE, 1)) == 65 and tree_room(63, TreeLayout(LANE_STRIDE)) == LANE_STRIDE * 64
+    assert tree_room(63, TreeLayout(0, 1)) == tree_room(63, TreeLayout()) == 65
 
 
 def _attention_summing(group: int | None):
@@ -160,4 +161,4 @@ def test_a_half_precision_model_verifies_other_columns_only_where_the_probe_allo
     cfg = half.config
     probe = shifted_keys_stay_exact(torch.bfloat16, cfg.num_key_value_heads,
                                     cfg.num_attention_heads // cfg.num_key_value_heads, cfg.head_dim)
-    assert half.max_columns == (None if probe else 1)
+    assert half.layout.max_columns == (None if probe else 1)

@@ -16,6 +16,7 @@ from engine.planning.calibrate import calibrate, cost_key
 from engine.planning.cost_table import CostKey, CostTable, CostTableError, CostTableMismatch, table_path
 from engine.planning.harness import Harness, HarnessConfig, decode_harness, load_or_calibrate
 from engine.planning.policy import best_verify_count, choose_width
+from engine.runtime.layout import TreeLayout
 from engine.speculative.loop import DraftState, drafter_catch_up
 from engine.speculative.planner import TreeConfig
 from tests.tiny import make_tiny_drafter, make_tiny_target
@@ -217,7 +218,7 @@ def test_on_a_model_that_verifies_one_column_the_harness_drafts_chains(tmp_path,
     drafted only to be dropped: the harness drafts one child per node, and stays lossless."""
     target = make_tiny_target(seed=3)
     drafter = make_tiny_drafter(target, window=16)
-    target.max_columns = 1
+    target.layout = TreeLayout(max_columns=1)
     harness = Harness.for_model(target, drafter, tmp_path)
     assert harness.config.branching == 1
     harness._costs = synthetic_table(1e-6, draft=1e-7)           # cheap verification: it would grow wide
@@ -228,7 +229,7 @@ def test_on_a_model_that_verifies_one_column_the_harness_drafts_chains(tmp_path,
     assert [t for c in chunks for t in c] == plain
     assert max(r["nodes"] for r in stats.rounds) > 1
     assert all(r["nodes"] == r["depth"] for r in stats.rounds)      # chains: one node per level
-    target.max_columns = None
+    target.layout = TreeLayout()
     assert Harness.for_model(target, drafter, tmp_path).config.branching == HarnessConfig().branching
 
 

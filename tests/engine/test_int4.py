@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from engine.runtime.device import INT4, parse_dtype
 from engine.runtime.int4 import GROUP, WIDE_ROWS, Int4Linear, Int8Linear, int4_available, pack_int4, quantize_int4, \
     rows_are_independent
-from tests.tiny import make_tiny_drafter, make_tiny_target
+from tests.tiny import make_tiny_drafter, make_tiny_target, module_path
 
 pytestmark = pytest.mark.skipif(not int4_available(), reason="this PyTorch build has no CPU int4 kernels")
 
@@ -121,11 +121,8 @@ def test_a_merged_adapter_is_split_back_out_of_a_prepared_directory(tmp_path):
 def _lean_and_module(model, run):
     """``run(model)`` through the lean pass, then through the modules (lean switched off)."""
     lean = run(model)
-    saved, model.lean = model.lean, None
-    try:
+    with module_path(model):
         return lean, run(model)
-    finally:
-        model.lean = saved
 
 
 @pytest.mark.parametrize("bias", [False, True])

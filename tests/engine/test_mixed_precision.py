@@ -12,7 +12,8 @@ from engine.decode.stats import DecodeStats
 from engine.generator import Generator
 from engine.runtime.device import MIXED, cpu_has_fast_bf16, fastest_dtype, parse_dtype
 from engine.runtime.mixed_precision import MixedLinear, use_mixed_precision
-from tests.tiny import TINY_CONFIG, make_tiny_target
+from engine.runtime.model import Transformer
+from tests.tiny import TINY_CONFIG, make_tiny_target, module_path
 
 
 def test_multi_token_passes_stay_exactly_fp32_and_single_steps_use_bf16(one_thread):
@@ -75,13 +76,12 @@ def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias
     for cache in (lean_cache, module_cache):
         model(prompt, cache)
         cache.commit(6)
-    step, token = model.lean, torch.tensor([[3]])
+    token = torch.tensor([[3]])
     for _ in range(8):
         assert model.lean.handles(token, lean_cache)
         lean = model(token, lean_cache).logits                         # the lean path
-        model.lean = None
-        reference = model(token, module_cache).logits                  # the module path
-        model.lean = step
+        with module_path(model):
+            reference = model(token, module_cache).logits              # the module path
         assert torch.equal(lean, reference)
         assert torch.equal(lean_cache.k, module_cache.k) and torch.equal(lean_cache.v, module_cache.v)
         lean_cache.commit(1), module_cache.commit(1)
@@ -90,4 +90,4 @@ def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias
 
 def test_models_with_qk_norm_keep_the_module_path():
     cfg = dataclasses.replace(TINY_CONFIG, model_type="qwen3", qk_norm=True)
-    assert use_mixed_precision(make_tiny_target(cfg=cfg)).lean is None
+    assert type(use_mixed_precision(make_tiny_target(cfg=cfg))) is Transformer

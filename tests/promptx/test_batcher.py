@@ -70,6 +70,22 @@ def test_a_lone_caller_decodes_at_once():
         RequestBatcher(fake_generate_many(calls), max_batch=0)
 
 
+def test_only_callers_that_have_met_wait_for_company():
+    """A lone caller on a quiet backend skips the gathering window; once callers have met
+    (one arrived while another decoded), a leader waits the window for others to join."""
+    calls = []
+    batcher = RequestBatcher(fake_generate_many(calls), max_batch=4, gather_s=1.5)
+
+    def alone() -> float:
+        started = time.perf_counter()
+        batcher.generate([{"role": "user", "content": "alone"}], GenerationOptions())
+        return time.perf_counter() - started
+
+    assert alone() < 1.0                                   # 0.2 s decoding, no window
+    run_concurrently(batcher, ["a", "b", "c"])
+    assert alone() >= 1.5                                  # waited the whole window: nobody came
+
+
 def test_an_interrupt_reaches_every_caller_of_its_batch_and_nothing_spins():
     def interrupted(requests):
         time.sleep(0.1)

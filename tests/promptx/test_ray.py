@@ -132,7 +132,7 @@ def test_without_ray_one_line_names_the_extra(tmp_path):
     result = subprocess.run([sys.executable, "-m", "promptx", "enhance", "--file", str(inp), "--ray"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert result.stderr.strip() == "promptx: error: Ray is not installed: pip install 'promptx[ray]'"
+    assert result.stderr.strip() == "promptx: error: Ray is not installed: pip install -e '.[ray]' in promptx's checkout"
     usage = subprocess.run([sys.executable, "-m", "promptx", "enhance", "a cat", "--workers", "2"],
                            cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert usage.returncode == 1 and "use them with --file" in usage.stderr
