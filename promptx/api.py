@@ -2,7 +2,8 @@
 
 ``enhance`` reuses one Enhancer per (model, templates_dir) so repeated calls
 in a pipeline load the model once; ``shared_enhancer`` is that cache, keyed by any
-``Enhancer`` options (the diffusers wrapper uses it too).
+``Enhancer`` options: promptx's one cache of Enhancers (the diffusers wrapper uses it too).
+Not here: the options of a call (``promptx.options``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def enhance(prompt: str | None, target: str = "video", *, model: str | Path | No
     ``options`` are the fields of ``promptx.options.EnhanceOptions``: ``image`` (path, bytes
     or PIL image) and ``caption`` ground image-to-video and image-to-image targets, ``seed``
     makes the output reproducible, then temperature, max_new_tokens, style, language, force,
-    speculative, system_prompt. On failure the original prompt comes back with
+    strength, speculative, system_prompt, constrain. On failure the original prompt comes back with
     ``fallback=True`` and the ``reason``.
     """
     return shared_enhancer(model, templates_dir).enhance(prompt, target, **options)

@@ -17,8 +17,9 @@ import click
 from click.core import ParameterSource
 
 from ..errors import InvalidInputError, PromptxError
-from ..options import MAX_NEW_TOKENS_RANGE, MAX_SEED, STRENGTHS, TEMPERATURE_RANGE
+from ..options import HTTP, travelling
 from .common import MODEL_HELP
+from .per_call import flag_name, per_call_option
 
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
@@ -140,20 +141,18 @@ def _stdin_text() -> str:
                    "prints one JSON line per row.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="With --file: write the JSON lines here, resumably (a rerun skips the rows already done).")
-@click.option("--image", type=click.Path(path_type=Path, dir_okay=False), help="Input image (image-to-video, image-to-image).")
-@click.option("--caption", help="A description of the input image.")
+@per_call_option("image", type=click.Path(path_type=Path, dir_okay=False))
+@per_call_option("caption")
 @click.option("--model", help=MODEL_HELP)
-@click.option("--seed", type=click.IntRange(0, MAX_SEED), help="Seed for reproducible output.")
-@click.option("--temperature", type=click.FloatRange(*TEMPERATURE_RANGE), help="Sampling temperature (0 = greedy).")
-@click.option("--max-new-tokens", type=click.IntRange(*MAX_NEW_TOKENS_RANGE), help="Generation budget in tokens.")
-@click.option("--style", help="Style preset of the profile (e.g. cinematic, anime, photographic).")
-@click.option("--language", help="Output language: en, keep, or a language code.")
-@click.option("--system-prompt", help="Replace the profile's system prompt.")
+@per_call_option("seed")
+@per_call_option("temperature")
+@per_call_option("max_new_tokens")
+@per_call_option("style")
+@per_call_option("language")
+@per_call_option("system_prompt")
 @click.option("--templates-dir", type=click.Path(path_type=Path, file_okay=False), help="Extra template directory.")
-@click.option("--force", is_flag=True, help="Enhance even prompts that are already long, or in a language the model does not read.")
-@click.option("--strength", type=click.Choice(STRENGTHS),
-              help="light: your words plus vetted phrases (no model needed; the embedded model's default); medium: "
-                   "vetted phrases ranked by the model; full: free prose by the model (the default for other models).")
+@per_call_option("force")
+@per_call_option("strength")
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 @click.option("--stream", is_flag=True, help="Show the model's words as they are generated (on stdout when it is a terminal, else on stderr); stdout ends with the final text.")
 @click.option("--no-speculative", is_flag=True, help="Decode without speculation (for comparison).")
@@ -186,11 +185,48 @@ def _stdin_text() -> str:
                    "here only (--file, --model, --dtype, --drafter, --backend, ...) are an error with --server "
                    "and skip $PROMPTX_SERVER. The key: $PROMPTX_SERVE_API_KEY.")
 @click.pass_context
-def enhance(ctx, prompt, target, file, output, image, caption, model, seed, temperature, max_new_tokens, style,
-            language, system_prompt, templates_dir, force, strength, as_json, stream, no_speculative, drafter, planner,
-            dtype, backend, base_url, remote_model, vision, encoder_tokenizer, on_ray, address, workers,
-            server) -> None:
+def enhance(ctx, prompt, target, file, output, model, templates_dir, as_json, stream, no_speculative, drafter,
+            planner, dtype, backend, base_url, remote_model, vision, encoder_tokenizer, on_ray, address, workers,
+            server, **per_call) -> None:
     """Enhance PROMPT (or stdin with '-', or each line of --file)."""
+    # per_call: the flags of the per-call options (promptx.options.EnhanceOptions), by option name
+    _check_batch_flags(prompt, file, output, stream, on_ray, address, workers)
+    text = None
+    if server:
+        here = _flags_that_run_here(per_call, file=file, model=model, templates_dir=templates_dir,
+                                    no_speculative=no_speculative, drafter=drafter, planner=planner, dtype=dtype,
+                                    backend=backend, base_url=base_url, remote_model=remote_model, vision=vision,
+                                    encoder_tokenizer=encoder_tokenizer)
+        text, result = _try_server(ctx, server, prompt, target, per_call, here)
+        if result is not None:
+            _show(result, as_json=as_json, shown=False)
+            return
+    system_prompt = per_call["system_prompt"]          # the Enhancer's: every call of this command
+    options = {name: value for name, value in per_call.items() if name != "system_prompt"}
+    if on_ray:
+        if backend not in (None, "embedded") or base_url or options["image"] or encoder_tokenizer or system_prompt:
+            raise InvalidInputError("--ray runs the embedded model on each worker; --backend, --base-url, --image, "
+                                    "--encoder-tokenizer and --system-prompt are not supported with it (images go "
+                                    "in the file's rows)")
+        _enhance_file_on_ray(file, output, target, address, workers,
+                             dict(model=model, dtype=None if dtype == "auto" else dtype, drafter=drafter,
+                                  templates_dir=templates_dir),
+                             {**{name: value for name, value in options.items() if name != "image"},
+                              "speculative": False if no_speculative else None})
+        return
+    enhancer = _local_enhancer(model=model, backend=backend, base_url=base_url, remote_model=remote_model,
+                               vision=vision, templates_dir=templates_dir, system_prompt=system_prompt,
+                               no_speculative=no_speculative, drafter=drafter, planner=planner, dtype=dtype,
+                               encoder_tokenizer=encoder_tokenizer)
+    if file is not None:
+        _enhance_file(enhancer, file, output, target, options)
+        return
+    _enhance_one(enhancer, _read_prompt(prompt) if text is None else text, target, options, stream=stream,
+                 as_json=as_json)
+
+
+def _check_batch_flags(prompt, file, output, stream, on_ray, address, workers) -> None:
+    """Refuse the flags of a batch without --file, and --file with a prompt or --stream."""
     if file is not None and (stream or prompt is not None):
         raise InvalidInputError("--file enhances the file's prompts: give no PROMPT and no --stream")
     if output is not None and file is None:
@@ -199,56 +235,56 @@ def enhance(ctx, prompt, target, file, output, image, caption, model, seed, temp
         raise InvalidInputError("--ray, --address and --workers enhance a batch: use them with --file")
     if (address or workers != 1) and not on_ray:
         raise InvalidInputError("--address and --workers are options of --ray")
-    options = dict(image=image, caption=caption, seed=seed, temperature=temperature,
-                   max_new_tokens=max_new_tokens, style=style, language=language, force=force, strength=strength)
-    text = None
-    if server:
-        here = [name for name, given in (
-            ("--file", file is not None), ("--model", model), ("--system-prompt", system_prompt),
-            ("--templates-dir", templates_dir), ("--no-speculative", no_speculative), ("--drafter", drafter),
-            ("--planner", planner != "harness"), ("--dtype", dtype != "auto"), ("--backend", backend),
-            ("--base-url", base_url), ("--remote-model", remote_model), ("--vision", vision),
-            ("--encoder-tokenizer", encoder_tokenizer)) if given]
-        explicit = ctx.get_parameter_source("server") is ParameterSource.COMMANDLINE
-        if here and explicit:
-            raise InvalidInputError(f"--server sends one prompt to a running promptx serve, which uses its own "
-                                    f"model and settings; {', '.join(here)} run{'s' if len(here) == 1 else ''} "
-                                    "in this process: drop one or the other")
-        if not here:                 # $PROMPTX_SERVER is skipped silently for options that run here
-            text = _read_prompt(prompt)
-            result = _on_server(server, text, target, options, explicit=explicit)
-            if result is not None:
-                _show(result, as_json=as_json, shown=False)
-                return
+
+
+def _flags_that_run_here(per_call: dict, *, file, model, templates_dir, no_speculative, drafter, planner, dtype,
+                         backend, base_url, remote_model, vision, encoder_tokenizer) -> list[str]:
+    """The flags given that a ``promptx serve`` does not take: the per-call options that do not
+    travel over HTTP, and those of a batch or of this process's model."""
+    given = {"--file": file is not None, "--model": model,
+             **{flag_name(name): value for name, value in per_call.items() if name not in travelling(HTTP)},
+             "--templates-dir": templates_dir, "--no-speculative": no_speculative, "--drafter": drafter,
+             "--planner": planner != "harness", "--dtype": dtype != "auto", "--backend": backend,
+             "--base-url": base_url, "--remote-model": remote_model, "--vision": vision,
+             "--encoder-tokenizer": encoder_tokenizer}
+    return [flag for flag, value in given.items() if value]
+
+
+def _try_server(ctx, server: str, prompt: str | None, target: str, per_call: dict, here: list[str]):
+    """(the prompt, the result of the ``promptx serve`` at ``server``): (None, None) where flags that
+    run ``here`` skip a server from $PROMPTX_SERVER, (the prompt, None) where none answers there.
+    Flags that run here with ``--server`` on the command line are an error."""
+    explicit = ctx.get_parameter_source("server") is ParameterSource.COMMANDLINE
+    if here and explicit:
+        raise InvalidInputError(f"--server sends one prompt to a running promptx serve, which uses its own "
+                                f"model and settings; {', '.join(here)} run{'s' if len(here) == 1 else ''} "
+                                "in this process: drop one or the other")
+    if here:                     # $PROMPTX_SERVER is skipped silently for options that run here
+        return None, None
+    text = _read_prompt(prompt)
+    sent = {name: value for name, value in per_call.items() if name in travelling(HTTP)}
+    return text, _on_server(server, text, target, sent, explicit=explicit)
+
+
+def _local_enhancer(*, model, backend, base_url, remote_model, vision, templates_dir, system_prompt, no_speculative,
+                    drafter, planner, dtype, encoder_tokenizer):
+    """The Enhancer of an in-process run, after refusing flags of the other kind of backend."""
     from ..enhancer import Enhancer
 
-    if on_ray:
-        if backend not in (None, "embedded") or base_url or image or encoder_tokenizer or system_prompt:
-            raise InvalidInputError("--ray runs the embedded model on each worker; --backend, --base-url, --image, "
-                                    "--encoder-tokenizer and --system-prompt are not supported with it (images go "
-                                    "in the file's rows)")
-        _enhance_file_on_ray(file, output, target, address, workers,
-                             dict(model=model, dtype=None if dtype == "auto" else dtype, drafter=drafter,
-                                  templates_dir=templates_dir),
-                             dict(caption=caption, seed=seed, temperature=temperature, max_new_tokens=max_new_tokens,
-                                  style=style, language=language, force=force, strength=strength,
-                                  speculative=False if no_speculative else None))
-        return
     remote = backend not in (None, "embedded") or base_url is not None
     if remote and (model or drafter):
         raise InvalidInputError("--model and --drafter are for the embedded backend; name the server's model "
                                 "with --remote-model")
     if not remote and (remote_model or vision):
         raise InvalidInputError("--remote-model and --vision need a remote backend (--base-url or --backend)")
-    enhancer = Enhancer(remote_model if remote else model, backend=backend, base_url=base_url, vision=vision,
-                        templates_dir=templates_dir, system_prompt=system_prompt,
-                        speculative=not no_speculative, drafter=drafter, planner=planner,
-                        dtype=None if dtype == "auto" else dtype, encoder_tokenizer=encoder_tokenizer)
-    if file is not None:
-        _enhance_file(enhancer, file, output, target, options)
-        return
-    if text is None:
-        text = _read_prompt(prompt)
+    return Enhancer(remote_model if remote else model, backend=backend, base_url=base_url, vision=vision,
+                    templates_dir=templates_dir, system_prompt=system_prompt,
+                    speculative=not no_speculative, drafter=drafter, planner=planner,
+                    dtype=None if dtype == "auto" else dtype, encoder_tokenizer=encoder_tokenizer)
+
+
+def _enhance_one(enhancer, text: str, target: str, options: dict, *, stream: bool, as_json: bool) -> None:
+    """Enhance one prompt in this process and print it (streamed as it is written, with --stream)."""
     if stream:
         result, shown = _streamed(enhancer.stream(text, target, **options), on_stdout=not as_json and sys.stdout.isatty())
     else:

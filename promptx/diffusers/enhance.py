@@ -9,13 +9,14 @@ shared enhancer (the embedded model, loaded once).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
 from promptx.api import shared_enhancer
 from promptx.enhancer import Enhancer
 from promptx.errors import InvalidInputError
-from promptx.options import NAMES as OPTION_NAMES
+from promptx.options import PIPELINE, travelling
 from promptx.profiles.schema import Profile, count_words
 from promptx.result import EnhancedPrompt
 from promptx.text.encoder_count import EncoderCounter
@@ -25,13 +26,14 @@ from .targets import target_for
 
 __all__ = ["enhance_for"]
 
-#: options of one enhancement (``Enhancer.enhance``; the image and the encoder counter come from the call)
-ENHANCE_OPTIONS = frozenset(OPTION_NAMES) - {"image", "encoder_counter"}
+#: options of one enhancement (``Enhancer.enhance``): those that travel with a pipeline (the image
+#: and the encoder counter come from the pipeline's call)
+ENHANCE_OPTIONS = frozenset(travelling(PIPELINE))
 #: options of a batch (``Enhancer.enhance_many``)
 BATCH_OPTIONS = frozenset({"batch_size", "progress"})
-#: options that make an Enhancer (``Enhancer(...)``)
-ENHANCER_OPTIONS = frozenset({"model", "backend", "templates_dir", "drafter", "dtype", "device", "retries", "quiet",
-                              "planner", "base_url", "vision"})
+#: options that make an Enhancer (``Enhancer(...)``) but the per-call ones (given per call here) and
+#: ``encoder_tokenizer`` (the pipeline's own tokenizer counts the budget)
+ENHANCER_OPTIONS = frozenset(inspect.signature(Enhancer).parameters) - ENHANCE_OPTIONS - {"encoder_tokenizer"}
 
 
 def split_options(options: Mapping[str, Any], *, batch: bool = True) -> tuple[dict, dict, dict]:

@@ -1,36 +1,45 @@
 """The JSON bodies ``promptx serve`` accepts: promptx's own ``/v1/enhance`` request and the
 OpenAI chat-completions request (the fields promptx uses; others are accepted and ignored).
 
-Not here: what is done with them (``serve.app``), limits on their size (``serve.limits``).
+``EnhanceBody`` is made from the one declaration of the per-call options
+(``promptx.options.EnhanceOptions``): its option fields are the options that travel over HTTP,
+with their types, ranges and help. Not here: what is done with the bodies (``serve.app``),
+limits on their size (``serve.limits``).
 """
 
 from __future__ import annotations
 
+from copy import copy
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..options import MAX_NEW_TOKENS_RANGE, MAX_SEED, STRENGTHS, TEMPERATURE_RANGE
+from ..options import HTTP, EnhanceOptions, travelling
+
+#: the options whose JSON form is not their Python type: (annotation, field) in the body
+_AS_JSON = {"image": (str | None, Field(default=None, description="the input image file, base64 (a data: URL is fine)"))}
 
 
-class EnhanceBody(BaseModel):
-    """``POST /v1/enhance``: what ``promptx.enhance`` takes, with the image as base64. Types are
-    strict: ``"seed": "7"``, ``"seed": true`` and ``"force": "yes"`` are refused, not converted."""
+class _EnhanceRequest(BaseModel):
+    """What ``POST /v1/enhance`` takes besides the options."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
     prompt: str | None = None
     target: str = "video"
-    image: str | None = Field(default=None, description="the input image file, base64 (a data: URL is fine)")
-    caption: str | None = None
-    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
-    temperature: float | None = Field(default=None, ge=TEMPERATURE_RANGE[0], le=TEMPERATURE_RANGE[1])
-    max_new_tokens: int | None = Field(default=None, ge=MAX_NEW_TOKENS_RANGE[0], le=MAX_NEW_TOKENS_RANGE[1])
-    style: str | None = None
-    language: str | None = None
-    force: bool = False
-    strength: Literal[STRENGTHS] | None = Field(
-        default=None, description="light / medium: vetted phrases; full: free prose; None: the server's default")
+
+
+def _option_fields() -> dict[str, tuple[Any, Any]]:
+    """The body's field of each option that travels over HTTP, in the declaration's order."""
+    declared = EnhanceOptions.model_fields
+    return {name: _AS_JSON.get(name) or (declared[name].annotation, copy(declared[name]))
+            for name in travelling(HTTP)}
+
+
+EnhanceBody = create_model(
+    "EnhanceBody", __base__=_EnhanceRequest, __module__=__name__, **_option_fields(),
+    __doc__="""``POST /v1/enhance``: what ``promptx.enhance`` takes, with the image as base64. Types are
+    strict: ``"seed": "7"``, ``"seed": true`` and ``"force": "yes"`` are refused, not converted.""")
 
 
 class ChatMessage(BaseModel):

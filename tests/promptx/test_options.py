@@ -20,6 +20,16 @@ from promptx.request import EnhanceRequest
     ({"seed": 2**63}, "seed must be a non-negative integer up to"),
     ({"caption": 7}, "caption must be a string"),
     ({"style": ["cinematic"]}, "style must be a string"),
+    ({"temperature": float("nan")}, "temperature must be between 0 and 2"),
+    ({"seed": "7"}, "seed must be a non-negative integer up to"),
+    ({"language": "xx"}, "unknown language 'xx'; use 'en', 'keep', a language code"),
+    ({"language": 5}, "unknown language 5; use 'en', 'keep'"),
+    ({"system_prompt": 3}, "system_prompt must be a string"),
+    ({"force": "yes"}, "force must be true or false, not 'yes'"),
+    ({"constrain": None}, "constrain must be true or false, not None"),
+    ({"speculative": "no"}, "speculative must be true or false, not 'no'"),
+    ({"strength": "heavy"}, "strength must be one of light, medium, full, not 'heavy'"),
+    ({"colour": "red", "seed": -1}, "unknown option 'colour'"),          # an unknown name first
 ])
 def test_bad_options_are_typed_errors_before_the_model_loads(options, message):
     enhancer = Enhancer(quiet=True)
@@ -40,6 +50,20 @@ def test_defaults_fill_only_what_the_caller_left_open():
     options = EnhanceOptions.of({"seed": 3, "speculative": False})
     filled = options.with_defaults(speculative=True, system_prompt="Be brief.")
     assert (filled.seed, filled.speculative, filled.system_prompt) == (3, False, "Be brief.")
+
+
+def test_options_are_checked_when_made_and_filled_and_stay_as_made():
+    with pytest.raises(InvalidInputError, match="^seed must be a non-negative integer"):
+        EnhanceOptions(seed=-1)
+    with pytest.raises(InvalidInputError, match="^speculative must be true or false, not 'yes'"):
+        EnhanceOptions().with_defaults(speculative="yes")           # an Enhancer's default is checked too
+    with pytest.raises(InvalidInputError, match="unknown option 'sede'; the options are: image, caption"):
+        EnhanceOptions().with_defaults(sede=3)
+    options = EnhanceOptions(seed=3, temperature=0)
+    assert options.with_defaults(seed=4, strength="full") == EnhanceOptions(seed=3, temperature=0, strength="full")
+    assert (options.temperature, options.force, options.constrain) == (0, False, True)
+    with pytest.raises(Exception):
+        options.seed = 4                                              # frozen
 
 
 def test_the_request_resolves_open_options_from_the_profile():
