@@ -38,8 +38,10 @@ class ContextOverflowError(ValueError):
     """A prompt plus its token budget does not fit the model's context window."""
 
     def __init__(self, prompt_tokens: int, max_new_tokens: int, window: int) -> None:
-        super().__init__(f"the prompt takes {prompt_tokens} tokens and the answer up to {max_new_tokens}; "
-                         f"the model's context holds {window}")
+        super().__init__(
+            f"the prompt takes {prompt_tokens} tokens and the answer up to {max_new_tokens}; "
+            f"the model's context holds {window}"
+        )
         self.prompt_tokens, self.max_new_tokens, self.window = prompt_tokens, max_new_tokens, window
 
 
@@ -49,36 +51,54 @@ LOSSLESS_GRID_DISTANCE = 0.1
 
 
 class Generator:
-    def __init__(self, model: Transformer, tokenizer: ChatTokenizer, drafter=None,
-                 planner: Planner | None = None, *, exact_batches: bool = True, prefixes: PrefixCache | None = None,
-                 cuda_graphs: bool | None = None) -> None:
+    def __init__(
+        self,
+        model: Transformer,
+        tokenizer: ChatTokenizer,
+        drafter=None,
+        planner: Planner | None = None,
+        *,
+        exact_batches: bool = True,
+        prefixes: PrefixCache | None = None,
+        cuda_graphs: bool | None = None,
+    ) -> None:
         self.model, self.tokenizer = model, tokenizer
         # False when a row's result depends on the other rows of a pass (int8, mixed): then
         # tree verification could differ from plain decoding, so speculation is off.
         self.exact_batches = exact_batches
-        if exact_batches:   # a row's numbers must not depend on the pass (tree verification)
+        if exact_batches:  # a row's numbers must not depend on the pass (tree verification)
             make_rows_exact(model)
         # on CUDA in half precision: FlashInfer's masked attention where installed and agreeing with SDPA;
         # then batch-1 steps and verification passes replayed from graphs (None: $PROMPTX_CUDA_GRAPHS, on
         # unless "0"). On a CPU neither changes anything.
         use_flashinfer(model)
-        if cuda_graphs_of(model) is None and (graphs_wanted() if cuda_graphs is None else cuda_graphs):
+        if cuda_graphs_of(model) is None and (
+            graphs_wanted() if cuda_graphs is None else cuda_graphs
+        ):
             attach_cuda_graphs(model)
         self.drafter, self.planner = drafter, planner
         # prompt-prefix KV reuse: only where decoding is plain-only (see engine.decode.prefix_cache)
         self.prefixes = prefixes if not exact_batches else None
-        self.lock = threading.Lock()   # one decode at a time per loaded model
+        self.lock = threading.Lock()  # one decode at a time per loaded model
 
     @classmethod
-    def from_dir(cls, model_dir: str | Path, *, dtype: str | torch.dtype | None = None,
-                 device: str | torch.device = "cpu", cuda_graphs: bool | None = None) -> "Generator":
+    def from_dir(
+        cls,
+        model_dir: str | Path,
+        *,
+        dtype: str | torch.dtype | None = None,
+        device: str | torch.device = "cpu",
+        cuda_graphs: bool | None = None,
+    ) -> "Generator":
         """``dtype`` "auto" (or None): 4-bit weights where ``prefers_int4`` and the model's weights
         are 4-bit already (nothing changes but speed), else ``default_dtype``. ``cuda_graphs``: see
         ``__init__`` (CUDA only)."""
         if dtype in (None, AUTO) and prefers_int4(device):
             try:
-                generator = cls._from_dir_int4(model_dir, device, max_grid_distance=LOSSLESS_GRID_DISTANCE)
-            except ValueError:              # e.g. layer sizes the 4-bit groups do not divide: bf16 then
+                generator = cls._from_dir_int4(
+                    model_dir, device, max_grid_distance=LOSSLESS_GRID_DISTANCE
+                )
+            except ValueError:  # e.g. layer sizes the 4-bit groups do not divide: bf16 then
                 generator = None
             if generator is not None:
                 return generator
@@ -92,13 +112,14 @@ class Generator:
             prefixes = PrefixCache(f"{model_identity(model_dir)}|{dtype}|{device}", prefix_dir())
             return cls(model, tokenizer, exact_batches=False, prefixes=prefixes)
         if dtype == INT4:
-            return cls._from_dir_int4(model_dir, device)     # asked for: whatever quantizing changes
+            return cls._from_dir_int4(model_dir, device)  # asked for: whatever quantizing changes
         model, tokenizer = load_model(model_dir, dtype, device)
         return cls(model, tokenizer, cuda_graphs=cuda_graphs)
 
     @classmethod
-    def _from_dir_int4(cls, model_dir: str | Path, device: str | torch.device,
-                       max_grid_distance: float = math.inf) -> "Generator | None":
+    def _from_dir_int4(
+        cls, model_dir: str | Path, device: str | torch.device, max_grid_distance: float = math.inf
+    ) -> "Generator | None":
         """4-bit weights (``engine.runtime.int4``), None if quantizing moved a weight further than
         ``max_grid_distance`` steps; speculation only where this CPU's kernels compute rows
         independently of their pass (else plain decoding, like int8)."""
@@ -109,7 +130,11 @@ class Generator:
             return None
         model, tokenizer, _ = loaded
         exact = rows_are_independent(torch.get_num_threads())
-        prefixes = None if exact else PrefixCache(f"{model_identity(model_dir)}|int4|{device}", prefix_dir())
+        prefixes = (
+            None
+            if exact
+            else PrefixCache(f"{model_identity(model_dir)}|int4|{device}", prefix_dir())
+        )
         return cls(model, tokenizer, exact_batches=exact, prefixes=prefixes)
 
     @property
@@ -143,12 +168,24 @@ class Generator:
         return self.planner if params.greedy else self.planner.for_sampling()
 
     def stop_checker(self, params: SamplingParams, stop_if=None) -> StopChecker:
-        return StopChecker(self.eos_ids, params.max_new_tokens, params.stop_strings, self.tokenizer.decode,
-                           stop_if=stop_if)
+        return StopChecker(
+            self.eos_ids,
+            params.max_new_tokens,
+            params.stop_strings,
+            self.tokenizer.decode,
+            stop_if=stop_if,
+        )
 
-    def stream(self, prompt_ids: Sequence[int], params: SamplingParams, *, speculative: bool = True,
-               stats: DecodeStats | None = None, stop: StopChecker | None = None,
-               prefix_len: int = 0) -> Iterator[list[int]]:
+    def stream(
+        self,
+        prompt_ids: Sequence[int],
+        params: SamplingParams,
+        *,
+        speculative: bool = True,
+        stats: DecodeStats | None = None,
+        stop: StopChecker | None = None,
+        prefix_len: int = 0,
+    ) -> Iterator[list[int]]:
         """Yield generated tokens in chunks (one chunk per target pass); fill ``stats``.
 
         ``prefix_len``: how many leading prompt tokens are a fixed prefix worth keeping
@@ -161,16 +198,31 @@ class Generator:
             if planner is not None:
                 from .speculative.loop import decode_speculative
 
-                yield from decode_speculative(self.model, self.drafter, prompt_ids, params, stop, stats, planner)
+                yield from decode_speculative(
+                    self.model, self.drafter, prompt_ids, params, stop, stats, planner
+                )
             else:
-                for token in decode_autoregressive(self.model, prompt_ids, params, stop, stats,
-                                                   prefixes=self.prefixes, prefix_len=prefix_len):
+                for token in decode_autoregressive(
+                    self.model,
+                    prompt_ids,
+                    params,
+                    stop,
+                    stats,
+                    prefixes=self.prefixes,
+                    prefix_len=prefix_len,
+                ):
                     yield [token]
 
-    def generate_many(self, prompts: Sequence[Sequence[int]], params: Sequence[SamplingParams], *,
-                      speculative: bool = True, stats: Sequence[DecodeStats] | None = None,
-                      stops: Sequence[StopChecker] | None = None,
-                      prefix_lens: Sequence[int] | None = None) -> list[list[int]]:
+    def generate_many(
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: Sequence[SamplingParams],
+        *,
+        speculative: bool = True,
+        stats: Sequence[DecodeStats] | None = None,
+        stops: Sequence[StopChecker] | None = None,
+        prefix_lens: Sequence[int] | None = None,
+    ) -> list[list[int]]:
         """Decode several prompts: together, in batched plain decoding (one target pass per step
         for all rows), where a row's numbers do not depend on its batch-mates (``exact_batches``);
         else one at a time (speculative where it may be). Every output equals the plain decoding
@@ -184,16 +236,19 @@ class Generator:
             self.check_fits(len(ids), p.max_new_tokens)
         if len(prompts) == 1 or not self.exact_batches:
             lens = prefix_lens or [0] * len(prompts)
-            return [self.generate(ids, p, speculative=speculative, stats=s, stop=st, prefix_len=n)
-                    for ids, p, s, st, n in zip(prompts, params, stats, stops, lens)]
+            return [
+                self.generate(ids, p, speculative=speculative, stats=s, stop=st, prefix_len=n)
+                for ids, p, s, st, n in zip(prompts, params, stats, stops, lens)
+            ]
         from .speculative.batch import decode_speculative_batch
         from .speculative.loop import FixedTree
         from .speculative.planner import TreeConfig
 
         outputs: list[list[int]] = [[] for _ in prompts]
         with self.lock:
-            for index, tokens in decode_speculative_batch(self.model, None, prompts, params, stops, stats,
-                                                          FixedTree(TreeConfig(budget=0))):
+            for index, tokens in decode_speculative_batch(
+                self.model, None, prompts, params, stops, stats, FixedTree(TreeConfig(budget=0))
+            ):
                 outputs[index].extend(tokens)
         return outputs
 
@@ -204,9 +259,25 @@ class Generator:
         with self.lock:
             return score_groups(self.model, groups)
 
-    def generate(self, prompt_ids: Sequence[int], params: SamplingParams, *, speculative: bool = True,
-                 stats: DecodeStats | None = None, stop: StopChecker | None = None,
-                 prefix_len: int = 0) -> list[int]:
-        return [t for chunk in self.stream(prompt_ids, params, speculative=speculative, stats=stats, stop=stop,
-                                           prefix_len=prefix_len)
-                for t in chunk]
+    def generate(
+        self,
+        prompt_ids: Sequence[int],
+        params: SamplingParams,
+        *,
+        speculative: bool = True,
+        stats: DecodeStats | None = None,
+        stop: StopChecker | None = None,
+        prefix_len: int = 0,
+    ) -> list[int]:
+        return [
+            t
+            for chunk in self.stream(
+                prompt_ids,
+                params,
+                speculative=speculative,
+                stats=stats,
+                stop=stop,
+                prefix_len=prefix_len,
+            )
+            for t in chunk
+        ]

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 
-def progress_bar(total: int | None = None, *, enabled: bool = True, desc: str = "", initial: int = 0, unit: str = "it"):
+def progress_bar(
+    total: int | None = None,
+    *,
+    enabled: bool = True,
+    desc: str = "",
+    initial: int = 0,
+    unit: str = "it",
+):
     """tqdm on stderr when available and enabled, else a silent stand-in with the same methods."""
     if enabled:
         try:
@@ -20,5 +27,7 @@ class _Silent:
     def set_postfix(self, *args, **kwargs) -> None: ...
     def write(self, text: str) -> None: ...
     def close(self) -> None: ...
-    def __enter__(self): return self
+    def __enter__(self):
+        return self
+
     def __exit__(self, *exc) -> None: ...

@@ -28,7 +28,9 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("model_dir", type=Path)
 parser.add_argument("image", type=Path)
 parser.add_argument("prompt", nargs="?", default="")
-parser.add_argument("--caption", default=None, help="what the image shows, e.g. 'a beach at sunset'")
+parser.add_argument(
+    "--caption", default=None, help="what the image shows, e.g. 'a beach at sunset'"
+)
 parser.add_argument("--out", type=Path, default=Path("wan_i2v.mp4"))
 parser.add_argument("--frames", type=int, default=33)
 parser.add_argument("--area", type=int, default=480 * 832, help="pixels of a frame (480p: 480*832)")
@@ -47,19 +49,30 @@ except ImportError:
     WanImageToVideoPipeline = None
 
 if WanImageToVideoPipeline is None or not (args.model_dir / "model_index.json").is_file():
-    missing = "diffusers is not installed" if WanImageToVideoPipeline is None else f"no model in {args.model_dir}"
-    result = promptx.enhance(args.prompt, target=target_for("WanImageToVideoPipeline"), image=image,
-                             caption=args.caption, seed=args.seed)
+    missing = (
+        "diffusers is not installed"
+        if WanImageToVideoPipeline is None
+        else f"no model in {args.model_dir}"
+    )
+    result = promptx.enhance(
+        args.prompt,
+        target=target_for("WanImageToVideoPipeline"),
+        image=image,
+        caption=args.caption,
+        seed=args.seed,
+    )
     print(f"{missing}; the pipeline would get image={args.image} and:", file=sys.stderr)
     print(f"prompt={result.text!r}\nnegative_prompt={result.negative_prompt!r}")
     sys.exit(0)
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 dtype = torch.bfloat16 if device == "cuda" else torch.float32
-vae = AutoencoderKLWan.from_pretrained(args.model_dir, subfolder="vae", torch_dtype=torch.float32,
-                                       local_files_only=True)
-pipe = WanImageToVideoPipeline.from_pretrained(args.model_dir, vae=vae, torch_dtype=dtype,
-                                               local_files_only=True).to(device)
+vae = AutoencoderKLWan.from_pretrained(
+    args.model_dir, subfolder="vae", torch_dtype=torch.float32, local_files_only=True
+)
+pipe = WanImageToVideoPipeline.from_pretrained(
+    args.model_dir, vae=vae, torch_dtype=dtype, local_files_only=True
+).to(device)
 
 # the image's aspect ratio at about --area pixels, in multiples the VAE and patches divide
 step = pipe.vae_scale_factor_spatial * pipe.transformer.config.patch_size[1]
@@ -68,9 +81,16 @@ width, height = (max(step, round(side * scale / step) * step) for side in image.
 image = image.resize((width, height))
 
 pipe = enhance_pipeline(pipe, seed=args.seed, caption=args.caption)
-out = pipe(image=image, prompt=args.prompt, enhance_prompt=True, height=height, width=width,
-           num_frames=args.frames, num_inference_steps=args.steps,
-           generator=torch.Generator(device).manual_seed(args.seed))
+out = pipe(
+    image=image,
+    prompt=args.prompt,
+    enhance_prompt=True,
+    height=height,
+    width=width,
+    num_frames=args.frames,
+    num_inference_steps=args.steps,
+    generator=torch.Generator(device).manual_seed(args.seed),
+)
 result = out.enhanced_prompts[0]
 if result.fallback:
     print(f"promptx kept the original prompt: {result.reason}", file=sys.stderr)

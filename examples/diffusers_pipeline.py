@@ -38,7 +38,9 @@ except ImportError:
     WanPipeline = None
 
 if WanPipeline is None or not (args.model_dir / "model_index.json").is_file():
-    missing = "diffusers is not installed" if WanPipeline is None else f"no model in {args.model_dir}"
+    missing = (
+        "diffusers is not installed" if WanPipeline is None else f"no model in {args.model_dir}"
+    )
     result = promptx.enhance(args.prompt, target=target_for("WanPipeline"), seed=args.seed)
     print(f"{missing}; the pipeline would get:", file=sys.stderr)
     print(f"prompt={result.text!r}\nnegative_prompt={result.negative_prompt!r}")
@@ -46,17 +48,29 @@ if WanPipeline is None or not (args.model_dir / "model_index.json").is_file():
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 dtype = torch.bfloat16 if device == "cuda" else torch.float32
-vae = AutoencoderKLWan.from_pretrained(args.model_dir, subfolder="vae", torch_dtype=torch.float32,
-                                       local_files_only=True)
-pipe = WanPipeline.from_pretrained(args.model_dir, vae=vae, torch_dtype=dtype, local_files_only=True).to(device)
+vae = AutoencoderKLWan.from_pretrained(
+    args.model_dir, subfolder="vae", torch_dtype=torch.float32, local_files_only=True
+)
+pipe = WanPipeline.from_pretrained(
+    args.model_dir, vae=vae, torch_dtype=dtype, local_files_only=True
+).to(device)
 pipe = enhance_pipeline(pipe, seed=args.seed)
-out = pipe(prompt=args.prompt, enhance_prompt=True, height=args.height, width=args.width, num_frames=args.frames,
-           num_inference_steps=args.steps, generator=torch.Generator(device).manual_seed(args.seed))
+out = pipe(
+    prompt=args.prompt,
+    enhance_prompt=True,
+    height=args.height,
+    width=args.width,
+    num_frames=args.frames,
+    num_inference_steps=args.steps,
+    generator=torch.Generator(device).manual_seed(args.seed),
+)
 result = out.enhanced_prompts[0]
 if result.fallback:
     print(f"promptx kept the original prompt: {result.reason}", file=sys.stderr)
-print(f"prompt={result.text!r}\nnegative_prompt={result.negative_prompt!r}\n"
-      f"({result.stats.encoder_tokens} tokens by {result.stats.encoder_counter})")
+print(
+    f"prompt={result.text!r}\nnegative_prompt={result.negative_prompt!r}\n"
+    f"({result.stats.encoder_tokens} tokens by {result.stats.encoder_counter})"
+)
 frames = out.frames[0]
 if importlib.util.find_spec("imageio") and importlib.util.find_spec("imageio_ffmpeg"):
     from diffusers.utils import export_to_video

@@ -34,23 +34,40 @@ except ImportError:
     StableDiffusionXLPipeline = None
 
 if StableDiffusionXLPipeline is None or not (args.model_dir / "model_index.json").is_file():
-    missing = "diffusers is not installed" if StableDiffusionXLPipeline is None else f"no model in {args.model_dir}"
-    result = promptx.enhance(args.prompt, target=target_for("StableDiffusionXLPipeline"), seed=args.seed)
-    print(f"{missing}; the pipeline would get (counted by {result.stats.encoder_counter}, "
-          f"not the pipeline's tokenizer):", file=sys.stderr)
+    missing = (
+        "diffusers is not installed"
+        if StableDiffusionXLPipeline is None
+        else f"no model in {args.model_dir}"
+    )
+    result = promptx.enhance(
+        args.prompt, target=target_for("StableDiffusionXLPipeline"), seed=args.seed
+    )
+    print(
+        f"{missing}; the pipeline would get (counted by {result.stats.encoder_counter}, "
+        f"not the pipeline's tokenizer):",
+        file=sys.stderr,
+    )
     print(f"prompt={result.text!r}\nnegative_prompt={result.negative_prompt!r}")
     sys.exit(0)
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 dtype = torch.float16 if device == "cuda" else torch.float32
-pipe = StableDiffusionXLPipeline.from_pretrained(args.model_dir, torch_dtype=dtype, local_files_only=True).to(device)
+pipe = StableDiffusionXLPipeline.from_pretrained(
+    args.model_dir, torch_dtype=dtype, local_files_only=True
+).to(device)
 pipe = enhance_pipeline(pipe, seed=args.seed)
-out = pipe(prompt=args.prompt, enhance_prompt=True, num_inference_steps=args.steps,
-           generator=torch.Generator(device).manual_seed(args.seed))
+out = pipe(
+    prompt=args.prompt,
+    enhance_prompt=True,
+    num_inference_steps=args.steps,
+    generator=torch.Generator(device).manual_seed(args.seed),
+)
 result = out.enhanced_prompts[0]
 if result.fallback:
     print(f"promptx kept the original prompt: {result.reason}", file=sys.stderr)
-print(f"prompt={result.text!r}\nnegative_prompt={result.negative_prompt!r}\n"
-      f"({result.stats.encoder_tokens} tokens by {result.stats.encoder_counter})")
+print(
+    f"prompt={result.text!r}\nnegative_prompt={result.negative_prompt!r}\n"
+    f"({result.stats.encoder_tokens} tokens by {result.stats.encoder_counter})"
+)
 out.images[0].save(args.out)
 print(f"saved {args.out}")

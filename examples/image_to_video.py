@@ -8,6 +8,6 @@ import sys
 import promptx
 
 image = sys.argv[1]
-prompt = sys.argv[2] if len(sys.argv) > 2 else ""          # empty: "animate the image"
+prompt = sys.argv[2] if len(sys.argv) > 2 else ""  # empty: "animate the image"
 result = promptx.enhance(prompt, target="wan-i2v", image=image, caption="a beach at sunset", seed=0)
 print(result.model_dump_json(indent=2))

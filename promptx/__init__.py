@@ -11,15 +11,37 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .errors import (BackendError, ImageError, InvalidInputError, ModelError, ModelNotFoundError,
-                     PromptTooLongError, PromptxError, TemplateError, UnknownTargetError)
+from .errors import (
+    BackendError,
+    ImageError,
+    InvalidInputError,
+    ModelError,
+    ModelNotFoundError,
+    PromptTooLongError,
+    PromptxError,
+    TemplateError,
+    UnknownTargetError,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "enhance", "Enhancer", "EnhanceOptions", "EnhancedPrompt", "EnhanceStats", "list_targets",
-    "PromptxError", "InvalidInputError", "PromptTooLongError", "ImageError", "UnknownTargetError",
-    "TemplateError", "ModelError", "ModelNotFoundError", "BackendError", "__version__",
+    "enhance",
+    "Enhancer",
+    "EnhanceOptions",
+    "EnhancedPrompt",
+    "EnhanceStats",
+    "list_targets",
+    "PromptxError",
+    "InvalidInputError",
+    "PromptTooLongError",
+    "ImageError",
+    "UnknownTargetError",
+    "TemplateError",
+    "ModelError",
+    "ModelNotFoundError",
+    "BackendError",
+    "__version__",
 ]
 
 _LAZY = {

@@ -23,7 +23,9 @@ def shared_enhancer(model: str | Path | None = None, templates_dir=None, **init)
     count); options that cannot be a key (an object such as a Backend) get a new Enhancer."""
     init = {"model": model, "templates_dir": templates_dir, **init}
     try:
-        key = tuple(sorted((name, _key(value)) for name, value in init.items() if value is not None))
+        key = tuple(
+            sorted((name, _key(value)) for name, value in init.items() if value is not None)
+        )
         hash(key)
     except TypeError:
         return Enhancer(**init)
@@ -39,8 +41,14 @@ def _key(value):
     return str(value) if isinstance(value, Path) else value
 
 
-def enhance(prompt: str | None, target: str = "video", *, model: str | Path | None = None,
-            templates_dir: str | Path | None = None, **options) -> EnhancedPrompt:
+def enhance(
+    prompt: str | None,
+    target: str = "video",
+    *,
+    model: str | Path | None = None,
+    templates_dir: str | Path | None = None,
+    **options,
+) -> EnhancedPrompt:
     """Enhance ``prompt`` for ``target`` (a profile name or alias such as "video", "wan", "flux").
 
     ``options`` are the fields of ``promptx.options.EnhanceOptions``: ``image`` (path, bytes

@@ -37,7 +37,7 @@ EXIT_ROWS_FAILED = 3
 @dataclass(frozen=True)
 class BatchRow:
     id: str
-    spec: PromptSpec | None        # None: the line cannot be used, ``problem`` says why
+    spec: PromptSpec | None  # None: the line cannot be used, ``problem`` says why
     problem: str | None = None
 
 
@@ -48,7 +48,9 @@ def read_rows(path: str | Path) -> list[BatchRow]:
     for item in read_batch_file(path):
         row_id = item.id if item.id is not None else str(item.line)
         if row_id in seen:
-            raise InvalidInputError(f"{path}:{item.line}: id {row_id!r} is already used on line {seen[row_id]}")
+            raise InvalidInputError(
+                f"{path}:{item.line}: id {row_id!r} is already used on line {seen[row_id]}"
+            )
         seen[row_id] = item.line
         bad = isinstance(item, BadLine)
         rows.append(BatchRow(row_id, None, item.message) if bad else BatchRow(row_id, item))
@@ -91,7 +93,9 @@ class ResultLog:
             with self.path.open("a", encoding="utf-8"):
                 pass
         except OSError as exc:
-            raise InvalidInputError(f"cannot write the output file {self.path}: {exc.strerror or exc}") from None
+            raise InvalidInputError(
+                f"cannot write the output file {self.path}: {exc.strerror or exc}"
+            ) from None
 
     def _recover(self) -> set[str]:
         """Ids of the complete result lines; the others go (see the class)."""
@@ -100,9 +104,11 @@ class ResultLog:
         except OSError as exc:
             raise InvalidInputError(f"cannot read the output file {self.path}: {exc}") from None
         kept, done = [], set()
-        for lineno, line in enumerate(data.split(b"\n")[:-1], 1):     # the last piece: "" or a line cut off
+        for lineno, line in enumerate(
+            data.split(b"\n")[:-1], 1
+        ):  # the last piece: "" or a line cut off
             parsed = _output_line(self.path, lineno, line) if line.strip() else None
-            if parsed is not None and "error" not in parsed:       # a blank line or an error line goes
+            if parsed is not None and "error" not in parsed:  # a blank line or an error line goes
                 kept.append(line + b"\n")
                 done.add(str(parsed["id"]))
         if b"".join(kept) != data:
@@ -128,8 +134,10 @@ def _output_line(path: Path, lineno: int, line: bytes) -> dict:
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict) or "id" not in parsed:
-        raise InvalidInputError(f"{path}:{lineno}: not a promptx output line (no JSON object with an "
-                                "'id'); give another --output")
+        raise InvalidInputError(
+            f"{path}:{lineno}: not a promptx output line (no JSON object with an "
+            "'id'); give another --output"
+        )
     return parsed
 
 
@@ -154,25 +162,34 @@ def _refuse_same_file(source: Path, output: Path) -> None:
     except OSError:
         same = False
     if same:
-        raise InvalidInputError(f"the output file {output} is the prompt file {source}: write the results "
-                                "to another file")
+        raise InvalidInputError(
+            f"the output file {output} is the prompt file {source}: write the results "
+            "to another file"
+        )
 
 
 @dataclass
 class BatchSummary:
     enhanced: int = 0
-    passed_through: int = 0   # written as it was without asking the model (long, or a language it cannot read)
-    fallback: int = 0         # written, with the original prompt (no acceptable output)
-    skipped: int = 0          # already in the output
-    failed: int = 0           # an input error, written as an error line
+    passed_through: int = (
+        0  # written as it was without asking the model (long, or a language it cannot read)
+    )
+    fallback: int = 0  # written, with the original prompt (no acceptable output)
+    skipped: int = 0  # already in the output
+    failed: int = 0  # an input error, written as an error line
 
 
 class LineSink:
     """Where a run's lines go: ``log`` (their ids then count as written), ``emit``, one
     ``on_row`` call each; ``summary`` counts them."""
 
-    def __init__(self, log: ResultLog | None, emit: Callable[[str], None] | None,
-                 on_row: Callable[[], None] | None, summary: BatchSummary) -> None:
+    def __init__(
+        self,
+        log: ResultLog | None,
+        emit: Callable[[str], None] | None,
+        on_row: Callable[[], None] | None,
+        summary: BatchSummary,
+    ) -> None:
         self.log, self.emit, self.on_row, self.summary = log, emit, on_row, summary
 
     def write(self, ids: list[str], lines: list[str], kinds: list[str]) -> None:
@@ -188,9 +205,17 @@ class LineSink:
                 self.on_row()
 
 
-def run_batch(enhancer, rows: list[BatchRow], target: str, options: dict, *, log: ResultLog | None,
-              emit: Callable[[str], None] | None = None, on_row: Callable[[], None] | None = None,
-              chunk: int = DEFAULT_CHUNK) -> BatchSummary:
+def run_batch(
+    enhancer,
+    rows: list[BatchRow],
+    target: str,
+    options: dict,
+    *,
+    log: ResultLog | None,
+    emit: Callable[[str], None] | None = None,
+    on_row: Callable[[], None] | None = None,
+    chunk: int = DEFAULT_CHUNK,
+) -> BatchSummary:
     """Enhance the rows not yet in ``log``, ``chunk`` at a time (decoded together where the
     backend batches), writing each chunk's lines to ``log`` and/or ``emit`` in input order.
     What would fail every row fails here, before any row (``check_run``)."""
@@ -199,7 +224,7 @@ def run_batch(enhancer, rows: list[BatchRow], target: str, options: dict, *, log
     sink = LineSink(log, emit, on_row, BatchSummary(skipped=len(rows) - len(todo)))
     with ThreadPoolExecutor(max_workers=chunk) as pool:
         for start in range(0, len(todo), chunk):
-            part = todo[start: start + chunk]
+            part = todo[start : start + chunk]
             lines, kinds = zip(*pool.map(lambda row: _line(enhancer, row, target, options), part))
             sink.write([row.id for row in part], list(lines), list(kinds))
     return sink.summary
@@ -230,7 +255,9 @@ def unusable_line(row: BatchRow) -> str:
 
 
 def error_line(row_id: str, kind: str, message: str) -> str:
-    return json.dumps({"id": row_id, "error": {"type": kind, "message": message}}, ensure_ascii=False)
+    return json.dumps(
+        {"id": row_id, "error": {"type": kind, "message": message}}, ensure_ascii=False
+    )
 
 
 def outcome_of(fallback: bool, skipped: bool) -> str:
@@ -240,7 +267,8 @@ def outcome_of(fallback: bool, skipped: bool) -> str:
 
 def describe(summary: BatchSummary, output: Path | None) -> str:
     where = f" -> {output}" if output else ""
-    return (f"{summary.enhanced} enhanced, {summary.passed_through} passed through as they were, "
-            f"{summary.fallback} returned unchanged, {summary.skipped} already done, "
-            f"{summary.failed} with input errors{where}")
-
+    return (
+        f"{summary.enhanced} enhanced, {summary.passed_through} passed through as they were, "
+        f"{summary.fallback} returned unchanged, {summary.skipped} already done, "
+        f"{summary.failed} with input errors{where}"
+    )

@@ -44,7 +44,7 @@ def cached(name: str, sources: Iterable[Path], build: Callable[[], T]) -> T:
             return pickle.load(handle)
     except FileNotFoundError:
         pass
-    except Exception:          # noqa: BLE001 - a damaged or foreign pickle: rebuild it
+    except Exception:  # noqa: BLE001 - a damaged or foreign pickle: rebuild it
         pass
     value = build()
     _store(path, value, name)
@@ -74,6 +74,8 @@ def _store(path: Path, value: object, name: str) -> None:
         os.replace(temp, path)
     except OSError:
         return
-    older = sorted(path.parent.glob(f"{name}-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+    older = sorted(
+        path.parent.glob(f"{name}-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True
+    )
     for stale in older[KEEP_PER_NAME:]:
         stale.unlink(missing_ok=True)

@@ -47,13 +47,25 @@ CUT_OFF = ("length", "budget")
 class Enhancer:
     """Keeps a loaded backend; ``enhance``, ``enhance_many`` and ``stream`` reuse it."""
 
-    def __init__(self, model: str | Path | None = None, *, backend: Backend | str | None = None,
-                 templates_dir: str | Path | Sequence[str | Path] | None = None,
-                 system_prompt: str | None = None, speculative: bool = True, drafter: str | Path | None = None,
-                 dtype: str | None = None, device: str | None = None, retries: int = DEFAULT_RETRIES,
-                 quiet: bool = False, planner: str = "harness", base_url: str | None = None,
-                 vision: bool | None = None, encoder_tokenizer: str | Path | None = None,
-                 strength: str | None = None) -> None:
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        backend: Backend | str | None = None,
+        templates_dir: str | Path | Sequence[str | Path] | None = None,
+        system_prompt: str | None = None,
+        speculative: bool = True,
+        drafter: str | Path | None = None,
+        dtype: str | None = None,
+        device: str | None = None,
+        retries: int = DEFAULT_RETRIES,
+        quiet: bool = False,
+        planner: str = "harness",
+        base_url: str | None = None,
+        vision: bool | None = None,
+        encoder_tokenizer: str | Path | None = None,
+        strength: str | None = None,
+    ) -> None:
         """``backend``: a Backend, or a name: "embedded" (default), "openai" (``base_url``, and
         ``model`` as the server's model name) or a backend of the config file
         (``promptx.backends.choice``). A ``base_url`` alone picks "openai".
@@ -61,7 +73,7 @@ class Enhancer:
         counts the text-encoder budget exactly (``promptx.text.encoder_count``).
         ``strength``: the default of every call ("light", "medium", "full"; None: "light" with
         the embedded default model, "full" with another model or a remote backend)."""
-        EnhanceOptions(strength=strength)           # checks the value
+        EnhanceOptions(strength=strength)  # checks the value
         check_precision(dtype)
         self.strength = strength
         self.encoder_tokenizer = encoder_tokenizer
@@ -75,7 +87,7 @@ class Enhancer:
         self.registry = registry_for(templates_dir)
         self._lock = threading.RLock()
         self._batcher: RequestBatcher | None = None
-        self._streaming: set[int] = set()       # threads iterating a stream of this enhancer
+        self._streaming: set[int] = set()  # threads iterating a stream of this enhancer
 
     @property
     def backend(self) -> Backend:
@@ -86,9 +98,14 @@ class Enhancer:
             if self._backend is None:
                 from .backends.embedded import EmbeddedBackend
 
-                self._backend = EmbeddedBackend(self._model, dtype=self._dtype, device=self._device,
-                                                drafter=self._drafter, quiet=self._quiet,
-                                                planner=self._planner)
+                self._backend = EmbeddedBackend(
+                    self._model,
+                    dtype=self._dtype,
+                    device=self._device,
+                    drafter=self._drafter,
+                    quiet=self._quiet,
+                    planner=self._planner,
+                )
             return self._backend
 
     @property
@@ -107,19 +124,29 @@ class Enhancer:
         if isinstance(target, Profile):
             return target
         if not isinstance(target, str):
-            raise InvalidInputError(f"target must be a target name (a string) or a Profile, "
-                                    f"not {type(target).__name__}")
+            raise InvalidInputError(
+                f"target must be a target name (a string) or a Profile, not {type(target).__name__}"
+            )
         return self.registry.get(target)
 
     # -- public API -------------------------------------------------------------------------
-    def enhance(self, prompt: str | None, target: str | Profile = "video", **options) -> EnhancedPrompt:
+    def enhance(
+        self, prompt: str | None, target: str | Profile = "video", **options
+    ) -> EnhancedPrompt:
         """Enhance one prompt. Options: the fields of ``promptx.options.EnhanceOptions`` (image,
         caption, seed, temperature, max_new_tokens, style, language, force, ...)."""
         request = self._request(prompt, target, options)
         return self._run(request)
 
-    def enhance_many(self, prompts: Iterable[str], target: str | Profile = "video", *, progress: bool = False,
-                     batch_size: int = 8, **options) -> list[EnhancedPrompt]:
+    def enhance_many(
+        self,
+        prompts: Iterable[str],
+        target: str | Profile = "video",
+        *,
+        progress: bool = False,
+        batch_size: int = 8,
+        **options,
+    ) -> list[EnhancedPrompt]:
         """Enhance several prompts with the same options, in order.
 
         With a backend that batches (the embedded one), first attempts run ``batch_size`` at a
@@ -128,35 +155,48 @@ class Enhancer:
         if batch_size < 1:
             raise InvalidInputError(f"batch_size must be >= 1, not {batch_size}")
         if isinstance(prompts, (str, bytes)):
-            raise InvalidInputError("enhance_many takes a list of prompts, not one string (use enhance)")
+            raise InvalidInputError(
+                "enhance_many takes a list of prompts, not one string (use enhance)"
+            )
         self._refuse_inside_stream()
         prompts = list(prompts)
-        requests = [self._checked_request(i, p, target, options) for i, p in enumerate(prompts)]   # all first
+        requests = [
+            self._checked_request(i, p, target, options) for i, p in enumerate(prompts)
+        ]  # all first
         results = []
         with self._lock, _progress(len(requests), progress) as bar:
             for start in range(0, len(requests), batch_size):
-                chunk = requests[start: start + batch_size]
+                chunk = requests[start : start + batch_size]
                 seeds = [r.seeds(self.retries) for r in chunk]
-                for request, request_seeds, first in zip(chunk, seeds, self._first_attempts(chunk, seeds)):
+                for request, request_seeds, first in zip(
+                    chunk, seeds, self._first_attempts(chunk, seeds)
+                ):
                     results.append(self._run(request, first=first, seeds=request_seeds))
                     bar.update(1)
         return results
 
-    def stream(self, prompt: str | None, target: str | Profile = "video", **options) -> "EnhanceStream":
+    def stream(
+        self, prompt: str | None, target: str | Profile = "video", **options
+    ) -> "EnhanceStream":
         """Iterate over raw text deltas as they are generated; ``.result`` holds the final prompt."""
         return EnhanceStream(self, self._request(prompt, target, options))
 
     # -- internals ------------------------------------------------------------------------------
     def _request(self, prompt, target, options: dict) -> EnhanceRequest:
         profile = self.profile(target)
-        checked = EnhanceOptions.of(options).with_defaults(speculative=self.speculative,
-                                                           system_prompt=self.system_prompt,
-                                                           strength=self.default_strength(profile))
+        checked = EnhanceOptions.of(options).with_defaults(
+            speculative=self.speculative,
+            system_prompt=self.system_prompt,
+            strength=self.default_strength(profile),
+        )
         # the embedded backend (loaded later) continues answers
         continues = self._backend.continues_answers if self._backend is not None else True
-        languages = self._backend.languages if self._backend is not None else model_languages(self._model)
-        return EnhanceRequest.build(profile, prompt, checked, continue_answer=continues,
-                                    model_languages=languages)
+        languages = (
+            self._backend.languages if self._backend is not None else model_languages(self._model)
+        )
+        return EnhanceRequest.build(
+            profile, prompt, checked, continue_answer=continues, model_languages=languages
+        )
 
     def default_strength(self, profile: Profile | None = None) -> str:
         """The strength of a call that names none: the Enhancer's, else "light" for the embedded
@@ -178,9 +218,13 @@ class Enhancer:
         if request.strength == "medium" and self.backend.scores_phrases:
             scorer = self._locked_scorer
         backend = self.backend if scorer is not None else None
-        return structured_result(request, scorer=scorer, counter=self._counter(request),
-                                 backend=backend.name if backend else "phrases",
-                                 model=backend.model_name if backend else "")
+        return structured_result(
+            request,
+            scorer=scorer,
+            counter=self._counter(request),
+            backend=backend.name if backend else "phrases",
+            model=backend.model_name if backend else "",
+        )
 
     def _locked_scorer(self, prompt: str, options):
         with self._lock:
@@ -193,33 +237,54 @@ class Enhancer:
         except InvalidInputError as exc:
             raise type(exc)(f"prompt {index}: {exc}") from None
 
-    def _first_attempts(self, requests: list[EnhanceRequest], seeds: list[list[int]]) -> list[GenerationOutput | None]:
+    def _first_attempts(
+        self, requests: list[EnhanceRequest], seeds: list[list[int]]
+    ) -> list[GenerationOutput | None]:
         """The first attempt of every request in one batched decode, where the backend batches."""
-        todo = [(r, s[0]) for r, s in zip(requests, seeds) if not r.skip_reason and not _is_structured(r)]
-        if len(todo) < 2 or not self.backend.batches:        # light and medium decode nothing
+        todo = [
+            (r, s[0])
+            for r, s in zip(requests, seeds)
+            if not r.skip_reason and not _is_structured(r)
+        ]
+        if len(todo) < 2 or not self.backend.batches:  # light and medium decode nothing
             return [None] * len(requests)
         requests_ = [(_messages(r, self.backend), self._options(r, seed)) for r, seed in todo]
         outputs = iter(self.backend.generate_many(requests_))
         return [None if r.skip_reason or _is_structured(r) else next(outputs) for r in requests]
 
-    def _run(self, request: EnhanceRequest, first: GenerationOutput | None = None,
-             seeds: list[int] | None = None) -> EnhancedPrompt:
+    def _run(
+        self,
+        request: EnhanceRequest,
+        first: GenerationOutput | None = None,
+        seeds: list[int] | None = None,
+    ) -> EnhancedPrompt:
         self._refuse_inside_stream()
         return _result_of(self._attempts(request, first, seeds))
 
     def _refuse_inside_stream(self) -> None:
         """The model is busy with this thread's open stream: waiting for it would never end."""
         if threading.get_ident() in self._streaming:
-            raise InvalidInputError("this Enhancer is streaming in this thread: finish or close the stream "
-                                    "before enhancing again (or use a second Enhancer)")
+            raise InvalidInputError(
+                "this Enhancer is streaming in this thread: finish or close the stream "
+                "before enhancing again (or use a second Enhancer)"
+            )
 
-    def _attempts(self, request: EnhanceRequest, first: GenerationOutput | None = None,
-                  seeds: list[int] | None = None, *, stream: bool = False) -> Generator[str, None, EnhancedPrompt]:
+    def _attempts(
+        self,
+        request: EnhanceRequest,
+        first: GenerationOutput | None = None,
+        seeds: list[int] | None = None,
+        *,
+        stream: bool = False,
+    ) -> Generator[str, None, EnhancedPrompt]:
         """Try seeds until an output passes the assessment, else fall back; returns the result.
         With ``stream``, yields the first attempt's text deltas as they are generated."""
         if request.skip_reason:
-            return request.unchanged(request.skip_reason, fallback=False,
-                                     stats=self._counted(EnhanceStats(), request, request.prompt))
+            return request.unchanged(
+                request.skip_reason,
+                fallback=False,
+                stats=self._counted(EnhanceStats(), request, request.prompt),
+            )
         if _is_structured(request):
             result = self._structured(request)
             if stream:
@@ -237,39 +302,53 @@ class Enhancer:
             else:
                 output = self.generate(chat, self._options(req, seed))
             totals.add(output)
-            text, assessment = self._postprocess(req, _joined(req.opening, output.text),
-                                                 cut_off=output.finish_reason in CUT_OFF)
+            text, assessment = self._postprocess(
+                req, _joined(req.opening, output.text), cut_off=output.finish_reason in CUT_OFF
+            )
             if assessment.passed:
                 stats = totals.stats(self.backend, attempt + 1, output)
                 return req.result(text, self._counted(stats, req, text), assessment)
         reason = "; ".join(assessment.reasons()) if assessment else "no attempt"
-        stats = self._counted(totals.stats(self.backend, totals.attempts, None), request, request.prompt)
-        return request.unchanged(f"no acceptable output after {totals.attempts} attempts: {reason}",
-                                 fallback=True, stats=stats, assessment=assessment)
+        stats = self._counted(
+            totals.stats(self.backend, totals.attempts, None), request, request.prompt
+        )
+        return request.unchanged(
+            f"no acceptable output after {totals.attempts} attempts: {reason}",
+            fallback=True,
+            stats=stats,
+            assessment=assessment,
+        )
 
     @staticmethod
     def _options(request: EnhanceRequest, seed: int) -> GenerationOptions:
-        return GenerationOptions(temperature=request.temperature, top_p=request.profile.top_p,
-                                 repetition_penalty=request.profile.repetition_penalty,
-                                 max_new_tokens=request.max_new_tokens, seed=seed,
-                                 speculative=request.speculative,
-                                 max_words=max(1, request.profile.length.max_words + WORD_MARGIN
-                                               - count_words(request.opening)),
-                                 constraint=request.constraint)
+        return GenerationOptions(
+            temperature=request.temperature,
+            top_p=request.profile.top_p,
+            repetition_penalty=request.profile.repetition_penalty,
+            max_new_tokens=request.max_new_tokens,
+            seed=seed,
+            speculative=request.speculative,
+            max_words=max(
+                1, request.profile.length.max_words + WORD_MARGIN - count_words(request.opening)
+            ),
+            constraint=request.constraint,
+        )
 
     def generate(self, messages, options: GenerationOptions) -> GenerationOutput:
         """The backend's raw output for one chat (no profile, clean-up or assessment: what
         ``promptx serve``'s chat route serves); concurrent callers are decoded together."""
-        if self.batcher is not None:      # concurrent callers meet here
+        if self.batcher is not None:  # concurrent callers meet here
             return self.batcher.generate(messages, options)
-        with self._lock:                  # a backend that does not batch gets one call at a time
+        with self._lock:  # a backend that does not batch gets one call at a time
             run = self.backend.start(messages, options)
             try:
                 return run.finish()
             finally:
                 run.close()
 
-    def _streamed(self, messages, request: EnhanceRequest, seed: int) -> Generator[str, None, GenerationOutput]:
+    def _streamed(
+        self, messages, request: EnhanceRequest, seed: int
+    ) -> Generator[str, None, GenerationOutput]:
         """One attempt's text deltas as they come (the first with the answer's opening); returns
         its output. Closing the generator stops the decode at once."""
         with self._lock:
@@ -281,16 +360,29 @@ class Enhancer:
             finally:
                 run.close()
 
-    def _postprocess(self, request: EnhanceRequest, raw: str, *, cut_off: bool = False) -> tuple[str, Assessment]:
+    def _postprocess(
+        self, request: EnhanceRequest, raw: str, *, cut_off: bool = False
+    ) -> tuple[str, Assessment]:
         """The cleaned text and its assessment; a text that fails only because of a few
         sentences (one that talks to the user, adds a subject) passes without them, and one
         that only lost the prompt's camera move passes with a sentence that makes it; a view the
         prompt names ("front view") and the text does not is said at its end."""
         budget = request.profile.length
-        cleaned = clean_output(raw, fmt=request.profile.format, max_words=budget.max_words,
-                               max_encoder_tokens=budget.max_encoder_tokens, encoder=budget.encoder,
-                               counter=self._counter(request), keep_start=request.opening, cut_off=cut_off)
-        text = cleaned.text if request.profile.format == "tags" else say_asked_view(request.prompt, cleaned.text)
+        cleaned = clean_output(
+            raw,
+            fmt=request.profile.format,
+            max_words=budget.max_words,
+            max_encoder_tokens=budget.max_encoder_tokens,
+            encoder=budget.encoder,
+            counter=self._counter(request),
+            keep_start=request.opening,
+            cut_off=cut_off,
+        )
+        text = (
+            cleaned.text
+            if request.profile.format == "tags"
+            else say_asked_view(request.prompt, cleaned.text)
+        )
         assessment = self._assess(request, text)
         if not assessment.passed and request.profile.format != "tags":
             for mend in (drop_offending_sentences, say_lost_camera):
@@ -320,32 +412,43 @@ class Enhancer:
 
     @staticmethod
     def _assess(request: EnhanceRequest, text: str) -> Assessment:
-        return assess(request.prompt, text, request.profile, context=request.caption,
-                      language="english" if request.wants_english else "keep")
+        return assess(
+            request.prompt,
+            text,
+            request.profile,
+            context=request.caption,
+            language="english" if request.wants_english else "keep",
+        )
 
 
 def _is_structured(request: EnhanceRequest) -> bool:
     return request.strength in ("light", "medium")
 
 
-def _chosen_backend(backend: Backend | str | None, model, base_url: str | None,
-                    vision: bool | None) -> Backend | None:
+def _chosen_backend(
+    backend: Backend | str | None, model, base_url: str | None, vision: bool | None
+) -> Backend | None:
     """The backend an Enhancer was given or named (None: the embedded one, loaded on first use)."""
     if backend is None and base_url is not None:
         backend = "openai"
     if backend is None or isinstance(backend, Backend):
         return backend
     if not isinstance(backend, str):
-        raise InvalidInputError(f"backend must subclass promptx.backends.Backend or be a backend name, "
-                                f"not {type(backend).__name__}")
+        raise InvalidInputError(
+            f"backend must subclass promptx.backends.Backend or be a backend name, "
+            f"not {type(backend).__name__}"
+        )
     from .backends.choice import is_remote, remote_backend
 
     if not is_remote(backend):
         if base_url is not None or vision:
-            raise InvalidInputError("base_url and vision are settings of a remote backend, not the embedded one")
+            raise InvalidInputError(
+                "base_url and vision are settings of a remote backend, not the embedded one"
+            )
         return None
-    return remote_backend(backend, base_url=base_url, model=str(model) if model is not None else None,
-                          vision=vision)
+    return remote_backend(
+        backend, base_url=base_url, model=str(model) if model is not None else None, vision=vision
+    )
 
 
 def _plan(request: EnhanceRequest, seeds: list[int]) -> list[tuple[EnhanceRequest, int]]:
@@ -359,16 +462,25 @@ def _plan(request: EnhanceRequest, seeds: list[int]) -> list[tuple[EnhanceReques
 def _messages(request: EnhanceRequest, backend: Backend):
     """The chat for one request in the backend's prompt style; a vision backend gets the image."""
     sees_image = backend.vision and request.image is not None
-    messages = render_messages(request.profile, request.prompt, image_facts=request.image_facts,
-                               caption=request.caption, style=request.style, language=request.language,
-                               system_prompt=request.system_prompt, prompt_style=backend.prompt_style,
-                               vision=sees_image)
+    messages = render_messages(
+        request.profile,
+        request.prompt,
+        image_facts=request.image_facts,
+        caption=request.caption,
+        style=request.style,
+        language=request.language,
+        system_prompt=request.system_prompt,
+        prompt_style=backend.prompt_style,
+        vision=sees_image,
+    )
     if sees_image:
         from .image_url import image_data_url
 
         last = messages[-1]
-        last["content"] = [{"type": "text", "text": last["content"]},
-                           {"type": "image_url", "image_url": {"url": image_data_url(request.image)}}]
+        last["content"] = [
+            {"type": "text", "text": last["content"]},
+            {"type": "image_url", "image_url": {"url": image_data_url(request.image)}},
+        ]
     if request.opening:
         messages.append({"role": "assistant", "content": request.opening})
     return messages
@@ -449,12 +561,18 @@ class _Totals:
 
     def stats(self, backend: Backend, attempts: int, last: GenerationOutput | None) -> EnhanceStats:
         return EnhanceStats(
-            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
             latency_s=round(self.latency, 4),
             tokens_per_s=round(self.completion_tokens / self.latency, 2) if self.latency else 0.0,
-            attempts=attempts, speculative=bool(last and last.speculative),
-            acceptance_length=round(last.acceptance_length, 3) if last and last.acceptance_length else None,
-            backend=backend.name, model=backend.model_name)
+            attempts=attempts,
+            speculative=bool(last and last.speculative),
+            acceptance_length=round(last.acceptance_length, 3)
+            if last and last.acceptance_length
+            else None,
+            backend=backend.name,
+            model=backend.model_name,
+        )
 
 
 class _progress:

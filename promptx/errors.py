@@ -48,4 +48,6 @@ class MissingExtraError(PromptxError):
     """A feature needs an optional dependency that is not installed."""
 
     def __init__(self, feature: str, extra: str) -> None:
-        super().__init__(f"{feature} needs the '{extra}' extra: pip install -e '.[{extra}]' in promptx's checkout")
+        super().__init__(
+            f"{feature} needs the '{extra}' extra: pip install -e '.[{extra}]' in promptx's checkout"
+        )

@@ -51,13 +51,18 @@ def _repo_dir(org: str, name: str) -> Path:
         raise ModelNotFoundError(
             f"{org}/{name} is not in the local Hugging Face cache ({hub_cache_dir()}); promptx never "
             f"downloads: fetch it with `huggingface-cli download {org}/{name}` or set HF_HUB_CACHE "
-            f"to a cache that holds it")
+            f"to a cache that holds it"
+        )
     return repo
 
 
 def _ref_names(repo: Path) -> list[str]:
     refs = repo / "refs"
-    return sorted(str(p.relative_to(refs)) for p in refs.rglob("*") if p.is_file()) if refs.is_dir() else []
+    return (
+        sorted(str(p.relative_to(refs)) for p in refs.rglob("*") if p.is_file())
+        if refs.is_dir()
+        else []
+    )
 
 
 def _commit_of(repo: Path, revision: str) -> str:
@@ -67,14 +72,21 @@ def _commit_of(repo: Path, revision: str) -> str:
         return ref.read_text(encoding="utf-8").strip()
     if _COMMIT_PREFIX.fullmatch(revision):
         snapshots = repo / "snapshots"
-        found = sorted(p.name for p in snapshots.iterdir() if p.name.startswith(revision.lower())) \
-            if snapshots.is_dir() else []
+        found = (
+            sorted(p.name for p in snapshots.iterdir() if p.name.startswith(revision.lower()))
+            if snapshots.is_dir()
+            else []
+        )
         if len(found) == 1:
             return found[0]
         if found:
-            raise ModelNotFoundError(f"revision {revision!r} of {repo} is ambiguous: matches {', '.join(found)}")
+            raise ModelNotFoundError(
+                f"revision {revision!r} of {repo} is ambiguous: matches {', '.join(found)}"
+            )
     refs = ", ".join(_ref_names(repo)) or "none"
-    raise ModelNotFoundError(f"revision {revision!r} not found in {repo} (no such ref or snapshot; refs: {refs})")
+    raise ModelNotFoundError(
+        f"revision {revision!r} not found in {repo} (no such ref or snapshot; refs: {refs})"
+    )
 
 
 def find_snapshot(repo_id: str) -> Path:
@@ -89,5 +101,6 @@ def find_snapshot(repo_id: str) -> Path:
     if not (snapshot / "config.json").is_file():
         raise ModelNotFoundError(
             f"{snapshot}: no config.json, so not a transformers model directory (or an incomplete "
-            f"download; fetch it again with `huggingface-cli download {org}/{name}`)")
+            f"download; fetch it again with `huggingface-cli download {org}/{name}`)"
+        )
     return snapshot

@@ -20,7 +20,7 @@ JPEG_QUALITY = 90
 
 def image_data_url(image: ImageInput, *, max_side: int = MAX_SIDE) -> str:
     """``data:image/jpeg;base64,...`` of ``image`` (a path, bytes or PIL image)."""
-    load_image_facts(image)                        # the same checks and errors as everywhere else
+    load_image_facts(image)  # the same checks and errors as everywhere else
     picture = image if isinstance(image, Image.Image) else Image.open(_source(image))
     picture = ImageOps.exif_transpose(picture)
     picture.thumbnail((max_side, max_side))

@@ -55,7 +55,7 @@ class ImageFacts:
 
 
 def aspect_ratio(width: int, height: int) -> str:
-    """"W:H" reduced when both terms are at most 21 (720x480 -> "3:2"), else the
+    """ "W:H" reduced when both terms are at most 21 (720x480 -> "3:2"), else the
     nearest common ratio by log distance (832x1104 -> "3:4", 1510x816 -> "16:9").
     """
     g = math.gcd(width, height)

@@ -27,8 +27,14 @@ __all__ = ["LANGUAGE_NAMES", "describe_language", "identify_language", "is_engli
 
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 # scripts told by their letters alone: (code, first, last code point)
-_SCRIPTS = (("ru", 0x0400, 0x04FF), ("el", 0x0370, 0x03FF), ("he", 0x0590, 0x05FF), ("ar", 0x0600, 0x06FF),
-            ("hi", 0x0900, 0x097F), ("th", 0x0E00, 0x0E7F))
+_SCRIPTS = (
+    ("ru", 0x0400, 0x04FF),
+    ("el", 0x0370, 0x03FF),
+    ("he", 0x0590, 0x05FF),
+    ("ar", 0x0600, 0x06FF),
+    ("hi", 0x0900, 0x097F),
+    ("th", 0x0E00, 0x0E7F),
+)
 _UKRAINIAN_LETTERS = frozenset("іїєґІЇЄҐ")
 # a mix: at least this many CJK characters beside at least this many English words
 MIX_CJK_CHARS = 2
@@ -37,8 +43,19 @@ MIX_ENGLISH_WORDS = 2
 UNKNOWN_MIN_WORDS = 3
 UNKNOWN_ENGLISH_SHARE = 1 / 3
 
-LANGUAGE_NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "ru": "Russian",
-                  "uk": "Ukrainian", "el": "Greek", "ar": "Arabic", "he": "Hebrew", "hi": "Hindi", "th": "Thai"}
+LANGUAGE_NAMES = {
+    "en": "English",
+    "zh": "Chinese",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "ru": "Russian",
+    "uk": "Ukrainian",
+    "el": "Greek",
+    "ar": "Arabic",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "th": "Thai",
+}
 
 
 @dataclass(frozen=True)
@@ -55,9 +72,18 @@ class _Latin:
 
 @functools.lru_cache(maxsize=1)
 def _latin_languages() -> tuple[_Latin, ...]:
-    data = tomllib.loads((builtin_template_dir() / "languages" / "latin.toml").read_text(encoding="utf-8"))
-    return tuple(_Latin(code, table["name"], frozenset(table["letters"]),
-                        frozenset(table["words"].lower().split())) for code, table in data.items())
+    data = tomllib.loads(
+        (builtin_template_dir() / "languages" / "latin.toml").read_text(encoding="utf-8")
+    )
+    return tuple(
+        _Latin(
+            code,
+            table["name"],
+            frozenset(table["letters"]),
+            frozenset(table["words"].lower().split()),
+        )
+        for code, table in data.items()
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -72,7 +98,10 @@ def is_english_word(word: str) -> bool:
     known = _english_words()
     if word in known:
         return True
-    return any(word.endswith(end) and word[: -len(end)] in known for end in ("s", "es", "ed", "ing", "ly", "'s"))
+    return any(
+        word.endswith(end) and word[: -len(end)] in known
+        for end in ("s", "es", "ed", "ing", "ly", "'s")
+    )
 
 
 def _script_code(text: str) -> str | None:

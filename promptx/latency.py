@@ -44,9 +44,11 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Sequence
 
 STAGES = ("render", "batch_wait", "constraint", "prefill", "decode", "scoring", "cleanup", "other")
-WARMUP_PROMPT = "a lighthouse on a cliff at dawn"     # the warm-up calls' prompt (in no shipped suite)
+WARMUP_PROMPT = "a lighthouse on a cliff at dawn"  # the warm-up calls' prompt (in no shipped suite)
 LATENCY_SCHEMA_VERSION = 1
-_GENERATE = "generate"      # the clock's bucket for the backend's generation, split into prefill/decode/other
+_GENERATE = (
+    "generate"  # the clock's bucket for the backend's generation, split into prefill/decode/other
+)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ def _timed(clock: StageClock, stage: str, fn: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         with clock.stage(stage):
             return fn(*args, **kwargs)
+
     return wrapper
 
 
@@ -152,7 +155,10 @@ def instrumented(enhancer) -> Iterator[_Recorder]:
     import promptx.enhancer as enhancer_module
     import promptx.structured as structured_module
 
-    backend, batcher = enhancer.backend, enhancer.batcher      # made now, so that both are put back as they were
+    backend, batcher = (
+        enhancer.backend,
+        enhancer.batcher,
+    )  # made now, so that both are put back as they were
     recorder, patches = _Recorder(), _Patches()
     clock = recorder.clock
     generate_many = backend.generate_many
@@ -172,12 +178,12 @@ def instrumented(enhancer) -> Iterator[_Recorder]:
             patches.wrap(backend, "score_phrases", clock, "scoring")
         patches.set(backend, "generate_many", recorded_generate_many)
         vocabulary = getattr(backend, "_vocabulary", None)
-        if vocabulary is not None:               # the embedded backend's index, built now if not yet
+        if vocabulary is not None:  # the embedded backend's index, built now if not yet
             patches.wrap(vocabulary(), "banned_ids", clock, "constraint")
         patches.wrap(enhancer_module, "_messages", clock, "render")
         patches.wrap(enhancer_module, "structured_result", clock, "render")
         patches.wrap(structured_module, "assess", clock, "cleanup")
-        if batcher is not None:                    # it holds the backend's method from before
+        if batcher is not None:  # it holds the backend's method from before
             patches.set(batcher, "_generate_many", recorded_generate_many)
             patches.wrap(batcher, "_gather", clock, "batch_wait")
         yield recorder
@@ -186,7 +192,9 @@ def instrumented(enhancer) -> Iterator[_Recorder]:
 
 
 # ---- one request ------------------------------------------------------------------------------------
-def _split_generation(seconds: dict[str, float], outputs: Sequence) -> tuple[dict[str, float], dict[str, float], bool]:
+def _split_generation(
+    seconds: dict[str, float], outputs: Sequence
+) -> tuple[dict[str, float], dict[str, float], bool]:
     """The clock's buckets with the generation split into prefill, decode and the rest (other),
     what ``other`` holds (``backend``: the generation around the engine's decode; ``enhancer``:
     the rest), and False when an output carries no engine statistics (then its generation
@@ -224,10 +232,14 @@ def _peer_row(peer, attempts: list[tuple[list[int], object, int]]) -> dict | Non
     for ids, options, new_tokens in attempts:
         if new_tokens < 1:
             continue
-        params = SamplingParams(temperature=options.temperature, repetition_penalty=options.repetition_penalty,
-                                max_new_tokens=new_tokens, seed=options.seed)
+        params = SamplingParams(
+            temperature=options.temperature,
+            repetition_penalty=options.repetition_penalty,
+            max_new_tokens=new_tokens,
+            seed=options.seed,
+        )
         sample = peer.decode(ids, params)
-        if sample is None:                       # crashed: ``peer.crashed`` says why
+        if sample is None:  # crashed: ``peer.crashed`` says why
             return None
         rows.append(sample)
     if not rows:
@@ -235,10 +247,17 @@ def _peer_row(peer, attempts: list[tuple[list[int], object, int]]) -> dict | Non
     seconds = sum(s.latency_s for s in rows)
     prefill = [s.first_token_s for s in rows]
     prefill_s = sum(prefill) if None not in prefill else None
-    return {"seconds": seconds, "prefill_s": prefill_s, "new_tokens": sum(len(s.tokens) for s in rows),
-            "prompt_tokens": len(attempts[0][0]),
-            "decode_tokens_per_s": None if prefill_s is None else _decode_tps(
-                [len(s.tokens) for s in rows], [s.latency_s - (s.first_token_s or 0.0) for s in rows])}
+    return {
+        "seconds": seconds,
+        "prefill_s": prefill_s,
+        "new_tokens": sum(len(s.tokens) for s in rows),
+        "prompt_tokens": len(attempts[0][0]),
+        "decode_tokens_per_s": None
+        if prefill_s is None
+        else _decode_tps(
+            [len(s.tokens) for s in rows], [s.latency_s - (s.first_token_s or 0.0) for s in rows]
+        ),
+    }
 
 
 def measure_one(enhancer, recorder: _Recorder, item: LatencyItem, options: dict, peer=None) -> dict:
@@ -260,27 +279,49 @@ def measure_one(enhancer, recorder: _Recorder, item: LatencyItem, options: dict,
     stages, other_parts, known = _split_generation(seconds, outputs)
     new_tokens = [o.completion_tokens for o in outputs]
     decode_s = [o.engine_stats["decode_s"] for o in outputs] if known else []
-    row = {"label": item.label, "target": item.target, "task": result.task, "strength": result.strength,
-           "attempts": result.stats.attempts, "fallback": result.fallback, "skipped": result.skipped,
-           "total_s": total, "stages_s": stages, "other_s": other_parts, "generations": len(outputs),
-           "speculative": any(o.speculative for o in outputs),
-           "acceptance_length": _mean([o.acceptance_length for o in outputs if o.acceptance_length]),
-           "prompt_tokens": outputs[0].prompt_tokens if outputs else 0, "new_tokens": sum(new_tokens),
-           "decode_tokens_per_s": _decode_tps(new_tokens, decode_s) if known else None,
-           "tokens_per_s": sum(new_tokens) / total if total > 0 else None,
-           "engine_stats": known}
+    row = {
+        "label": item.label,
+        "target": item.target,
+        "task": result.task,
+        "strength": result.strength,
+        "attempts": result.stats.attempts,
+        "fallback": result.fallback,
+        "skipped": result.skipped,
+        "total_s": total,
+        "stages_s": stages,
+        "other_s": other_parts,
+        "generations": len(outputs),
+        "speculative": any(o.speculative for o in outputs),
+        "acceptance_length": _mean([o.acceptance_length for o in outputs if o.acceptance_length]),
+        "prompt_tokens": outputs[0].prompt_tokens if outputs else 0,
+        "new_tokens": sum(new_tokens),
+        "decode_tokens_per_s": _decode_tps(new_tokens, decode_s) if known else None,
+        "tokens_per_s": sum(new_tokens) / total if total > 0 else None,
+        "engine_stats": known,
+    }
     if peer is not None:
-        attempts = [(enhancer.backend.encode(messages), opts, out.completion_tokens)
-                    for requests, outs in recorder.generations for (messages, opts), out in zip(requests, outs)]
+        attempts = [
+            (enhancer.backend.encode(messages), opts, out.completion_tokens)
+            for requests, outs in recorder.generations
+            for (messages, opts), out in zip(requests, outs)
+        ]
         row["peer"] = _peer_row(peer, attempts) if attempts else None
     return row
 
 
 # ---- the measurement ----------------------------------------------------------------------------------
-def measure_latency(enhancer, items: Sequence[LatencyItem], *, strength: str = "full", seed: int | None = 0,
-                    max_new_tokens: int | None = None, temperature: float | None = None, warmup: bool = True,
-                    peer=None,
-                    progress: Callable[[int], None] | None = None) -> dict:
+def measure_latency(
+    enhancer,
+    items: Sequence[LatencyItem],
+    *,
+    strength: str = "full",
+    seed: int | None = 0,
+    max_new_tokens: int | None = None,
+    temperature: float | None = None,
+    warmup: bool = True,
+    peer=None,
+    progress: Callable[[int], None] | None = None,
+) -> dict:
     """Warm ``enhance`` calls on ``items``; return ``{"requests": [...], "latency": summary,
     "warmup_calls": n, "comparison": {...}}`` (the comparison with a ``peer`` only). ``warmup``:
     first one call per target, not counted, on ``WARMUP_PROMPT`` (a target's first call builds
@@ -303,7 +344,7 @@ def measure_latency(enhancer, items: Sequence[LatencyItem], *, strength: str = "
         first.setdefault(item.target, replace(item, prompt=WARMUP_PROMPT, label="warm-up"))
     rows, warmups = [], list(first.values())
     with instrumented(enhancer) as recorder:
-        for item in warmups:           # one per target: a target's first call builds what it needs once
+        for item in warmups:  # one per target: a target's first call builds what it needs once
             measure_one(enhancer, recorder, item, options, peer)
         for item in items:
             rows.append(measure_one(enhancer, recorder, item, options, peer))
@@ -311,7 +352,9 @@ def measure_latency(enhancer, items: Sequence[LatencyItem], *, strength: str = "
                 progress(1)
     report = {"requests": rows, "latency": summarize(rows), "warmup_calls": len(warmups)}
     if peer is not None:
-        report["comparison"] = compare(rows, getattr(peer, "name", "peer"), getattr(peer, "crashed", None))
+        report["comparison"] = compare(
+            rows, getattr(peer, "name", "peer"), getattr(peer, "crashed", None)
+        )
     return report
 
 
@@ -322,14 +365,25 @@ def spread(values: Sequence[float]) -> dict | None:
     values = [v for v in values if v is not None]
     if not values:
         return None
-    p90 = statistics.quantiles(values, n=10, method="inclusive")[-1] if len(values) > 1 else values[0]
-    return {"median": statistics.median(values), "p90": p90, "mean": statistics.fmean(values), "n": len(values)}
+    p90 = (
+        statistics.quantiles(values, n=10, method="inclusive")[-1] if len(values) > 1 else values[0]
+    )
+    return {
+        "median": statistics.median(values),
+        "p90": p90,
+        "mean": statistics.fmean(values),
+        "n": len(values),
+    }
 
 
 def _ms(summary: dict | None) -> dict | None:
     if summary is None:
         return None
-    return {"median_ms": summary["median"] * 1e3, "p90_ms": summary["p90"] * 1e3, "mean_ms": summary["mean"] * 1e3}
+    return {
+        "median_ms": summary["median"] * 1e3,
+        "p90_ms": summary["p90"] * 1e3,
+        "mean_ms": summary["mean"] * 1e3,
+    }
 
 
 def summarize(rows: Sequence[dict]) -> dict:
@@ -340,7 +394,9 @@ def summarize(rows: Sequence[dict]) -> dict:
         "stages": stages,
         "total": _ms(spread([r["total_s"] for r in rows])),
         "stage_medians_sum_ms": sum(v["median_ms"] for v in stages.values()),
-        "other_parts": {p: _ms(spread([r["other_s"][p] for r in rows])) for p in ("backend", "enhancer")},
+        "other_parts": {
+            p: _ms(spread([r["other_s"][p] for r in rows])) for p in ("backend", "enhancer")
+        },
         "new_tokens": spread([r["new_tokens"] for r in rows]),
         "prompt_tokens": spread([r["prompt_tokens"] for r in rows]),
         "decode_tokens_per_s": spread([r["decode_tokens_per_s"] for r in rows]),
@@ -362,7 +418,9 @@ def compare(rows: Sequence[dict], name: str, crashed: str | None = None) -> dict
         return {"peer": name, "available": False, "skipped": why}
     model_s = [r["stages_s"]["prefill"] + r["stages_s"]["decode"] for r, _ in pairs]
     out = {
-        "peer": name, "available": True, "requests": len(pairs),
+        "peer": name,
+        "available": True,
+        "requests": len(pairs),
         "promptx_total_s": spread([r["total_s"] for r, _ in pairs]),
         "promptx_model_s": spread(model_s),
         "promptx_decode_tokens_per_s": spread([r["decode_tokens_per_s"] for r, _ in pairs]),
@@ -370,9 +428,16 @@ def compare(rows: Sequence[dict], name: str, crashed: str | None = None) -> dict
         "peer_prefill_s": spread([p["prefill_s"] for _, p in pairs]),
         "peer_decode_tokens_per_s": spread([p["decode_tokens_per_s"] for _, p in pairs]),
         "total_ratio": spread([r["total_s"] / p["seconds"] for r, p in pairs if p["seconds"] > 0]),
-        "model_time_ratio": spread([m / p["seconds"] for m, (_, p) in zip(model_s, pairs) if p["seconds"] > 0]),
-        "decode_tps_ratio": spread([r["decode_tokens_per_s"] / p["decode_tokens_per_s"] for r, p in pairs
-                                    if r["decode_tokens_per_s"] and p["decode_tokens_per_s"]]),
+        "model_time_ratio": spread(
+            [m / p["seconds"] for m, (_, p) in zip(model_s, pairs) if p["seconds"] > 0]
+        ),
+        "decode_tps_ratio": spread(
+            [
+                r["decode_tokens_per_s"] / p["decode_tokens_per_s"]
+                for r, p in pairs
+                if r["decode_tokens_per_s"] and p["decode_tokens_per_s"]
+            ]
+        ),
     }
     if crashed:
         out["crashed"] = crashed

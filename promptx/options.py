@@ -66,34 +66,55 @@ class EnhanceOptions(BaseModel):
 
     # a path, bytes or PIL image grounding i2v / i2i targets (over HTTP: base64; a pipeline's comes from its call)
     image: Annotated[Any, travels(CLI, HTTP)] = Field(
-        None, description="Input image (image-to-video, image-to-image).")
+        None, description="Input image (image-to-video, image-to-image)."
+    )
     caption: str | None = Field(None, description="A description of the input image.")
-    seed: Annotated[int | None, OptionSpec(problem=f"must be a non-negative integer up to {MAX_SEED}")] = Field(
-        None, ge=0, le=MAX_SEED, description="Seed for reproducible output.")
+    seed: Annotated[
+        int | None, OptionSpec(problem=f"must be a non-negative integer up to {MAX_SEED}")
+    ] = Field(None, ge=0, le=MAX_SEED, description="Seed for reproducible output.")
     # None: the profile's temperature and budget
-    temperature: float | None = Field(None, ge=TEMPERATURE_RANGE[0], le=TEMPERATURE_RANGE[1],
-                                      description="Sampling temperature (0 = greedy).")
-    max_new_tokens: int | None = Field(None, ge=MAX_NEW_TOKENS_RANGE[0], le=MAX_NEW_TOKENS_RANGE[1],
-                                       description="Generation budget in tokens.")
-    style: str | None = Field(None, description="Style preset of the profile (e.g. cinematic, anime, photographic).")
+    temperature: float | None = Field(
+        None,
+        ge=TEMPERATURE_RANGE[0],
+        le=TEMPERATURE_RANGE[1],
+        description="Sampling temperature (0 = greedy).",
+    )
+    max_new_tokens: int | None = Field(
+        None,
+        ge=MAX_NEW_TOKENS_RANGE[0],
+        le=MAX_NEW_TOKENS_RANGE[1],
+        description="Generation budget in tokens.",
+    )
+    style: str | None = Field(
+        None, description="Style preset of the profile (e.g. cinematic, anime, photographic)."
+    )
     # None: the profile's policy; a language's name ("german") is fine too
     language: str | None = Field(None, description="Output language: en, keep, or a language code.")
-    force: bool = Field(False, description="Enhance even prompts that are already long, or in a language the model "
-                                           "does not read.")
+    force: bool = Field(
+        False,
+        description="Enhance even prompts that are already long, or in a language the model "
+        "does not read.",
+    )
     # the command line's --no-speculative sets the Enhancer's
     speculative: Annotated[bool | None, travels(PIPELINE)] = Field(
-        None, description="Decode with speculation (None: the Enhancer's setting).")
+        None, description="Decode with speculation (None: the Enhancer's setting)."
+    )
     system_prompt: Annotated[str | None, travels(CLI, PIPELINE)] = Field(
-        None, description="Replace the profile's system prompt.")
+        None, description="Replace the profile's system prompt."
+    )
     constrain: Annotated[bool, travels(PIPELINE)] = Field(
-        True, description="Decode with the constraint that keeps the prompt's subject.")
+        True, description="Decode with the constraint that keeps the prompt's subject."
+    )
     # e.g. a pipeline's tokenizer (the diffusers wrapper gives its own; the command line: --encoder-tokenizer)
     encoder_counter: Annotated[Any, travels()] = Field(
-        None, description="What counts the text-encoder budget.")
+        None, description="What counts the text-encoder budget."
+    )
     strength: Literal[STRENGTHS] | None = Field(
-        None, description="light: your words plus vetted phrases (no model needed; the embedded model's default); "
-                          "medium: vetted phrases ranked by the model; full: free prose by the model (the default "
-                          "for other models).")
+        None,
+        description="light: your words plus vetted phrases (no model needed; the embedded model's default); "
+        "medium: vetted phrases ranked by the model; full: free prose by the model (the default "
+        "for other models).",
+    )
 
     def __init__(self, **options: Any) -> None:
         try:
@@ -101,12 +122,14 @@ class EnhanceOptions(BaseModel):
         except ValidationError as error:
             raise _invalid(error) from None
 
-    @field_validator("language", mode="before")         # before the type: 5 is an unknown language too
+    @field_validator("language", mode="before")  # before the type: 5 is an unknown language too
     @classmethod
     def _known_language(cls, language: Any) -> Any:
         if language is not None and not (isinstance(language, str) and renders_language(language)):
-            raise InvalidInputError(f"unknown language {language!r}; use 'en', 'keep', a language code "
-                                    "such as 'es' or 'pt-BR', or a language's name ('german')")
+            raise InvalidInputError(
+                f"unknown language {language!r}; use 'en', 'keep', a language code "
+                "such as 'es' or 'pt-BR', or a language's name ('german')"
+            )
         return language
 
     @classmethod
@@ -116,7 +139,9 @@ class EnhanceOptions(BaseModel):
 
     def with_defaults(self, **defaults: Any) -> "EnhanceOptions":
         """These options with each of ``defaults`` filled in where the caller left it None."""
-        filled = {name: value for name, value in _known(defaults).items() if getattr(self, name) is None}
+        filled = {
+            name: value for name, value in _known(defaults).items() if getattr(self, name) is None
+        }
         return type(self)(**{**dict(self), **filled})
 
 
@@ -158,7 +183,10 @@ def _kinds(name: str) -> list[Any]:
 
 
 def _spec(name: str) -> OptionSpec:
-    return next((m for m in EnhanceOptions.model_fields[name].metadata if isinstance(m, OptionSpec)), OptionSpec())
+    return next(
+        (m for m in EnhanceOptions.model_fields[name].metadata if isinstance(m, OptionSpec)),
+        OptionSpec(),
+    )
 
 
 def _known(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -169,8 +197,10 @@ def _known(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _unknown(names: list) -> InvalidInputError:
-    return InvalidInputError(f"unknown option{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}; "
-                             f"the options are: {', '.join(NAMES)}")
+    return InvalidInputError(
+        f"unknown option{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}; "
+        f"the options are: {', '.join(NAMES)}"
+    )
 
 
 def _invalid(error: ValidationError) -> InvalidInputError:
@@ -181,7 +211,7 @@ def _invalid(error: ValidationError) -> InvalidInputError:
         return _unknown(unknown)
     first = problems[0]
     cause = (first.get("ctx") or {}).get("error")
-    if isinstance(cause, InvalidInputError):        # a validator's own message
+    if isinstance(cause, InvalidInputError):  # a validator's own message
         return cause
     name = first["loc"][0]
     return InvalidInputError(f"{name} {_problem(name, first['input'])}")

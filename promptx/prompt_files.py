@@ -35,7 +35,15 @@ JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 #: the fields of a promptx JSONL row in a batch file (``read_batch_file`` refuses any other)
 ROW_FIELDS = ("prompt", "task", "target", "image", "caption", "id")
 
-__all__ = ["FORMATS", "ROW_FIELDS", "BadLine", "PromptSpec", "detect_format", "read_batch_file", "read_prompt_file"]
+__all__ = [
+    "FORMATS",
+    "ROW_FIELDS",
+    "BadLine",
+    "PromptSpec",
+    "detect_format",
+    "read_batch_file",
+    "read_prompt_file",
+]
 
 
 @dataclass(frozen=True)
@@ -43,23 +51,23 @@ class PromptSpec:
     """One benchmark prompt as written in the file, before rendering."""
 
     text: str
-    source: str                    # "file:line", for messages and the report
-    task: str | None = None        # target profile or alias (jsonl); None = the caller's default
-    image: Path | None = None      # input image (jsonl, i2v/i2i targets)
-    caption: str | None = None     # what the input image shows (jsonl, i2v/i2i targets)
-    category: str | None = None    # Spec-Bench category
-    raw_chat: bool = False         # True: send ``text`` as the user turn, no template
-    id: str | None = None          # the row's own id (jsonl); None = its line number
-    line: int = 0                  # 1-based line number in the file
+    source: str  # "file:line", for messages and the report
+    task: str | None = None  # target profile or alias (jsonl); None = the caller's default
+    image: Path | None = None  # input image (jsonl, i2v/i2i targets)
+    caption: str | None = None  # what the input image shows (jsonl, i2v/i2i targets)
+    category: str | None = None  # Spec-Bench category
+    raw_chat: bool = False  # True: send ``text`` as the user turn, no template
+    id: str | None = None  # the row's own id (jsonl); None = its line number
+    line: int = 0  # 1-based line number in the file
 
 
 @dataclass(frozen=True)
 class BadLine:
     """A line of a batch file that cannot be used, and why."""
 
-    line: int                      # 1-based line number in the file
-    id: str | None                 # the line's own id where it could be read; None = its line number
-    message: str                   # "file:line: what is wrong"
+    line: int  # 1-based line number in the file
+    id: str | None  # the line's own id where it could be read; None = its line number
+    message: str  # "file:line: what is wrong"
 
 
 def _lines(path: Path) -> list[tuple[int, str]]:
@@ -81,7 +89,9 @@ def _json_object(path: Path, lineno: int, line: str) -> dict:
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
     if not isinstance(value, dict):
-        raise InvalidInputError(f"{path}:{lineno}: expected a JSON object, got {type(value).__name__}")
+        raise InvalidInputError(
+            f"{path}:{lineno}: expected a JSON object, got {type(value).__name__}"
+        )
     return value
 
 
@@ -131,14 +141,18 @@ def _batch_row(path: Path, lineno: int, line: str) -> PromptSpec:
     obj = _json_object(path, lineno, line)
     unknown = sorted(set(obj) - set(ROW_FIELDS))
     if unknown:
-        raise InvalidInputError(f"{path}:{lineno}: unknown field{'s' if len(unknown) > 1 else ''} "
-                                f"{', '.join(map(repr, unknown))}; a row has: {', '.join(ROW_FIELDS)}")
+        raise InvalidInputError(
+            f"{path}:{lineno}: unknown field{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; a row has: {', '.join(ROW_FIELDS)}"
+        )
     return _prompt_of(path, lineno, obj)
 
 
 def _prompt_of(path: Path, lineno: int, obj: dict) -> PromptSpec:
     if "turns" in obj:
-        raise InvalidInputError(f"{path}:{lineno}: a Spec-Bench line ('turns') in a promptx JSONL file")
+        raise InvalidInputError(
+            f"{path}:{lineno}: a Spec-Bench line ('turns') in a promptx JSONL file"
+        )
     prompt = obj.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise InvalidInputError(f"{path}:{lineno}: needs a non-empty string field 'prompt'")
@@ -146,10 +160,15 @@ def _prompt_of(path: Path, lineno: int, obj: dict) -> PromptSpec:
     image_path = None if image is None else (path.parent / image).expanduser()
     if "task" in obj and "target" in obj:
         raise InvalidInputError(f"{path}:{lineno}: give 'task' or 'target', not both")
-    return PromptSpec(text=prompt.strip(), source=f"{path}:{lineno}",
-                      task=_optional_str(path, lineno, obj, "task" if "task" in obj else "target"),
-                      image=image_path, caption=_optional_str(path, lineno, obj, "caption"),
-                      id=_row_id(path, lineno, obj), line=lineno)
+    return PromptSpec(
+        text=prompt.strip(),
+        source=f"{path}:{lineno}",
+        task=_optional_str(path, lineno, obj, "task" if "task" in obj else "target"),
+        image=image_path,
+        caption=_optional_str(path, lineno, obj, "caption"),
+        id=_row_id(path, lineno, obj),
+        line=lineno,
+    )
 
 
 def _row_id(path: Path, lineno: int, obj: dict) -> str | None:
@@ -170,20 +189,26 @@ def _specbench_prompt(path: Path, lineno: int, line: str) -> PromptSpec:
     if not isinstance(first, str) or not first.strip():
         raise InvalidInputError(f"{path}:{lineno}: the first turn must be a non-empty string")
     category = _optional_str(path, lineno, obj, "category") or "uncategorized"
-    return PromptSpec(text=first.strip(), source=f"{path}:{lineno}", category=category, raw_chat=True, line=lineno)
+    return PromptSpec(
+        text=first.strip(), source=f"{path}:{lineno}", category=category, raw_chat=True, line=lineno
+    )
 
 
 _PARSERS = {"text": _text_prompt, "jsonl": _jsonl_prompt, "specbench": _specbench_prompt}
 
 
-def read_prompt_file(path: str | Path, fmt: str = "auto", *, limit: int | None = None) -> list[PromptSpec]:
+def read_prompt_file(
+    path: str | Path, fmt: str = "auto", *, limit: int | None = None
+) -> list[PromptSpec]:
     """Parse ``path`` as ``fmt`` (``auto``, ``text``, ``jsonl`` or ``specbench``).
 
     ``limit`` keeps the first prompts only; lines after them are not parsed.
     """
     path = Path(path)
     if fmt != "auto" and fmt not in _PARSERS:
-        raise InvalidInputError(f"unknown prompt file format {fmt!r}; use auto, {', '.join(FORMATS)}")
+        raise InvalidInputError(
+            f"unknown prompt file format {fmt!r}; use auto, {', '.join(FORMATS)}"
+        )
     if limit is not None and limit < 1:
         raise InvalidInputError(f"the number of prompts must be >= 1, not {limit}")
     lines = _lines(path)
@@ -200,7 +225,9 @@ def read_batch_file(path: str | Path) -> list[PromptSpec | BadLine]:
     lines = _lines(path)
     fmt = _detected(path, lines, tolerant=True)
     if fmt == "specbench":
-        raise InvalidInputError(f"{path}: a Spec-Bench file holds questions, not prompts to enhance")
+        raise InvalidInputError(
+            f"{path}: a Spec-Bench file holds questions, not prompts to enhance"
+        )
     parse = _batch_row if fmt == "jsonl" else _text_prompt
     return [_usable(parse, path, lineno, line) for lineno, line in lines]
 

@@ -22,12 +22,27 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .batch_run import (BatchRow, BatchSummary, LineSink, ResultLog, check_run, outcome_of, pending, run_batch,
-                        unusable_line)
+from .batch_run import (
+    BatchRow,
+    BatchSummary,
+    LineSink,
+    ResultLog,
+    check_run,
+    outcome_of,
+    pending,
+    run_batch,
+    unusable_line,
+)
 from .errors import InvalidInputError
 from .prompt_files import PromptSpec
 
-__all__ = ["EnhanceWorker", "enhance_dataset", "enhance_file_on_ray", "require_ray", "start_quietly_at_full_priority"]
+__all__ = [
+    "EnhanceWorker",
+    "enhance_dataset",
+    "enhance_file_on_ray",
+    "require_ray",
+    "start_quietly_at_full_priority",
+]
 
 #: columns a row may carry besides ``prompt`` (the JSONL fields of ``promptx enhance --file``)
 ROW_COLUMNS = ("id", "target", "image", "caption")
@@ -40,15 +55,22 @@ def require_ray():
         import ray
         import ray.data  # noqa: F401
     except ImportError:
-        raise InvalidInputError("Ray is not installed: pip install -e '.[ray]' in promptx's checkout") from None
+        raise InvalidInputError(
+            "Ray is not installed: pip install -e '.[ray]' in promptx's checkout"
+        ) from None
     return ray
 
 
 class EnhanceWorker:
     """A Ray Data actor: builds one Enhancer, then enhances each batch of rows given to it."""
 
-    def __init__(self, target: str, options: Mapping[str, Any], enhancer_options: Mapping[str, Any],
-                 prompt_column: str = "prompt") -> None:
+    def __init__(
+        self,
+        target: str,
+        options: Mapping[str, Any],
+        enhancer_options: Mapping[str, Any],
+        prompt_column: str = "prompt",
+    ) -> None:
         from .enhancer import Enhancer
 
         self.target, self.options, self.prompt_column = target, dict(options), prompt_column
@@ -59,7 +81,15 @@ class EnhanceWorker:
         n = len(columns[self.prompt_column])
         rows = [_row(columns, i, self.prompt_column) for i in range(n)]
         lines: list[str] = []
-        run_batch(self.enhancer, rows, self.target, self.options, log=None, emit=lines.append, chunk=max(1, n))
+        run_batch(
+            self.enhancer,
+            rows,
+            self.target,
+            self.options,
+            log=None,
+            emit=lines.append,
+            chunk=max(1, n),
+        )
         out = {name: _array(values) for name, values in columns.items()}
         out.update({name: _array(values) for name, values in _output_columns(lines).items()})
         return out
@@ -67,26 +97,37 @@ class EnhanceWorker:
 
 def _row(columns: dict[str, list], i: int, prompt_column: str) -> BatchRow:
     """Row ``i`` of a batch as the batch runner's row (its id: the ``id`` column, else its position)."""
+
     def value(name: str):
         cell = columns[name][i] if name in columns else None
-        missing = cell is None or (not isinstance(cell, str) and cell != cell)     # Arrow writes None as NaN
+        missing = cell is None or (
+            not isinstance(cell, str) and cell != cell
+        )  # Arrow writes None as NaN
         return None if missing else cell
 
     row_id = value("id")
     image = value("image")
-    spec = PromptSpec(text=str(value(prompt_column) or ""), source=f"row {i}", task=value("target"),
-                      image=Path(image) if image else None, caption=value("caption"),
-                      id=None if row_id is None else str(row_id), line=i + 1)
+    spec = PromptSpec(
+        text=str(value(prompt_column) or ""),
+        source=f"row {i}",
+        task=value("target"),
+        image=Path(image) if image else None,
+        caption=value("caption"),
+        id=None if row_id is None else str(row_id),
+        line=i + 1,
+    )
     return BatchRow(str(row_id) if row_id is not None else str(i + 1), spec)
 
 
 def _output_columns(lines: list[str]) -> dict[str, list]:
     parsed = [json.loads(line) for line in lines]
-    return {"enhanced": [p.get("text") for p in parsed],
-            "negative_prompt": [p.get("negative_prompt") for p in parsed],
-            "fallback": [bool(p.get("fallback", False)) for p in parsed],
-            "error": [p["error"]["message"] if "error" in p else None for p in parsed],
-            "promptx": lines}
+    return {
+        "enhanced": [p.get("text") for p in parsed],
+        "negative_prompt": [p.get("negative_prompt") for p in parsed],
+        "fallback": [bool(p.get("fallback", False)) for p in parsed],
+        "error": [p["error"]["message"] if "error" in p else None for p in parsed],
+        "promptx": lines,
+    }
 
 
 def _array(values: list):
@@ -97,9 +138,18 @@ def _array(values: list):
     return out
 
 
-def enhance_dataset(ds, target: str = "video", *, workers: int = 1, cpus_per_worker: float | None = None,
-                    gpus_per_worker: float = 0, batch_size: int = 8, prompt_column: str = "prompt",
-                    enhancer_options: Mapping[str, Any] | None = None, **options):
+def enhance_dataset(
+    ds,
+    target: str = "video",
+    *,
+    workers: int = 1,
+    cpus_per_worker: float | None = None,
+    gpus_per_worker: float = 0,
+    batch_size: int = 8,
+    prompt_column: str = "prompt",
+    enhancer_options: Mapping[str, Any] | None = None,
+    **options,
+):
     """``ds`` (a ``ray.data.Dataset`` with a ``prompt_column``; optional ``id``, ``target``,
     ``image`` (a path every worker can read) and ``caption`` columns) with the enhancement
     columns added (``OUTPUT_COLUMNS``). Lazy like every Ray dataset: it runs when consumed.
@@ -115,18 +165,33 @@ def enhance_dataset(ds, target: str = "video", *, workers: int = 1, cpus_per_wor
     if workers < 1 or batch_size < 1:
         raise InvalidInputError("workers and batch_size must be >= 1")
     if prompt_column not in ds.columns():
-        raise InvalidInputError(f"the dataset has no {prompt_column!r} column (columns: {ds.columns()})")
-    total = ray.cluster_resources().get("CPU") if ray.is_initialized() else None   # else Ray starts locally
+        raise InvalidInputError(
+            f"the dataset has no {prompt_column!r} column (columns: {ds.columns()})"
+        )
+    total = (
+        ray.cluster_resources().get("CPU") if ray.is_initialized() else None
+    )  # else Ray starts locally
     cpus = cpus_per_worker or max(1, int(total or os.cpu_count() or 1) // workers)
-    return ds.map_batches(EnhanceWorker, fn_constructor_kwargs=dict(target=target, options=options,
-                                                                    enhancer_options=enhancer_options,
-                                                                    prompt_column=prompt_column),
-                          batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=workers),
-                          num_cpus=cpus, num_gpus=gpus_per_worker,
-                          batch_format="numpy", runtime_env={"env_vars": {"OMP_NUM_THREADS": str(max(1, int(cpus)))}})
+    return ds.map_batches(
+        EnhanceWorker,
+        fn_constructor_kwargs=dict(
+            target=target,
+            options=options,
+            enhancer_options=enhancer_options,
+            prompt_column=prompt_column,
+        ),
+        batch_size=batch_size,
+        compute=ray.data.ActorPoolStrategy(size=workers),
+        num_cpus=cpus,
+        num_gpus=gpus_per_worker,
+        batch_format="numpy",
+        runtime_env={"env_vars": {"OMP_NUM_THREADS": str(max(1, int(cpus)))}},
+    )
 
 
-def check_target(target: str, options: Mapping[str, Any], enhancer_options: Mapping[str, Any] | None) -> None:
+def check_target(
+    target: str, options: Mapping[str, Any], enhancer_options: Mapping[str, Any] | None
+) -> None:
     """``batch_run.check_run`` against the templates the workers will have: what would fail in
     every row fails here, once."""
     from .profiles.registry import registry_for
@@ -151,10 +216,19 @@ def _quiet_ray_data(ray) -> None:
     context.print_on_execution_start = False
 
 
-def enhance_file_on_ray(rows: Iterable[BatchRow], log: ResultLog | None, target: str, options: Mapping[str, Any], *,
-                        address: str | None = None, workers: int = 1, batch_size: int = 8,
-                        enhancer_options: Mapping[str, Any] | None = None, emit: Callable[[str], None] | None = None,
-                        on_row: Callable[[], None] | None = None) -> BatchSummary:
+def enhance_file_on_ray(
+    rows: Iterable[BatchRow],
+    log: ResultLog | None,
+    target: str,
+    options: Mapping[str, Any],
+    *,
+    address: str | None = None,
+    workers: int = 1,
+    batch_size: int = 8,
+    enhancer_options: Mapping[str, Any] | None = None,
+    emit: Callable[[str], None] | None = None,
+    on_row: Callable[[], None] | None = None,
+) -> BatchSummary:
     """The rows not yet in ``log`` enhanced on Ray (a cluster at ``address``, else a local one),
     each returned batch appended to ``log`` (and/or passed to ``emit``) as it arrives."""
     ray = require_ray()
@@ -164,28 +238,54 @@ def enhance_file_on_ray(rows: Iterable[BatchRow], log: ResultLog | None, target:
     sink = LineSink(log, emit, on_row, BatchSummary(skipped=len(rows) - len(todo)))
     unusable = [row for row in todo if row.spec is None]
     if unusable:
-        sink.write([row.id for row in unusable], [unusable_line(row) for row in unusable], ["failed"] * len(unusable))
+        sink.write(
+            [row.id for row in unusable],
+            [unusable_line(row) for row in unusable],
+            ["failed"] * len(unusable),
+        )
     todo = [row for row in todo if row.spec is not None]
     if not todo:
         return sink.summary
     if not ray.is_initialized():
         start_quietly_at_full_priority()
-        ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 logging_level="ERROR", configure_logging=True)
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+            configure_logging=True,
+        )
     _quiet_ray_data(ray)
-    items = [{"id": row.id, "prompt": row.spec.text, "target": row.spec.task,
-              "image": str(row.spec.image) if row.spec.image else None, "caption": row.spec.caption}
-             for row in todo]
+    items = [
+        {
+            "id": row.id,
+            "prompt": row.spec.text,
+            "target": row.spec.task,
+            "image": str(row.spec.image) if row.spec.image else None,
+            "caption": row.spec.caption,
+        }
+        for row in todo
+    ]
     ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), workers * 4)))
     options = {k: v for k, v in options.items() if v is not None}
-    mapped = enhance_dataset(ds, target, workers=workers, batch_size=batch_size, enhancer_options=enhancer_options,
-                             **options)
+    mapped = enhance_dataset(
+        ds,
+        target,
+        workers=workers,
+        batch_size=batch_size,
+        enhancer_options=enhancer_options,
+        **options,
+    )
     for batch in mapped.iter_batches(batch_size=None, batch_format="numpy"):
         lines = [str(line) for line in batch["promptx"]]
-        sink.write([str(i) for i in batch["id"]], lines, [_kind(json.loads(line)) for line in lines])
+        sink.write(
+            [str(i) for i in batch["id"]], lines, [_kind(json.loads(line)) for line in lines]
+        )
     return sink.summary
 
 
 def _kind(parsed: dict) -> str:
     """The ``BatchSummary`` field of an output line."""
-    return "failed" if "error" in parsed else outcome_of(parsed.get("fallback"), parsed.get("skipped"))
+    return (
+        "failed" if "error" in parsed else outcome_of(parsed.get("fallback"), parsed.get("skipped"))
+    )

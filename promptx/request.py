@@ -40,7 +40,7 @@ class EnhanceRequest:
     image_facts: str | None
     caption: str | None
     style: str | None
-    language: str                 # language of the output: "en" or the input's language code
+    language: str  # language of the output: "en" or the input's language code
     wants_english: bool
     seed: int | None
     temperature: float
@@ -49,12 +49,12 @@ class EnhanceRequest:
     speculative: bool
     system_prompt: str | None
     constrain: bool = True
-    image: Any = None             # the caller's image input (sent to a vision backend)
+    image: Any = None  # the caller's image input (sent to a vision backend)
     continue_answer: bool = True  # False: the backend writes whole answers (no opening)
-    encoder_counter: Any = None   # a promptx.text.encoder_count.EncoderCounter for the budget
-    model_languages: frozenset[str] | None = None   # what the model can enhance (None: any)
-    strength: str | None = None   # "light", "medium", "full"; None: the Enhancer's default
-    source_language: str = "en"   # what the prompt is written in (``promptx.languages`` code)
+    encoder_counter: Any = None  # a promptx.text.encoder_count.EncoderCounter for the budget
+    model_languages: frozenset[str] | None = None  # what the model can enhance (None: any)
+    strength: str | None = None  # "light", "medium", "full"; None: the Enhancer's default
+    source_language: str = "en"  # what the prompt is written in (``promptx.languages`` code)
 
     @cached_property
     def constraint(self):
@@ -71,19 +71,34 @@ class EnhanceRequest:
     def opening(self) -> str:
         """The start of the answer that the model continues ('' when the profile lets it start):
         the user's own words, so that the text begins with their subject."""
-        if (not self.continue_answer or self.profile.opening == "free" or not self.prompt
-                or self.profile.format == "tags"):
+        if (
+            not self.continue_answer
+            or self.profile.opening == "free"
+            or not self.prompt
+            or self.profile.format == "tags"
+        ):
             return ""
-        if self.wants_english and self.source_language not in ("en", "other") and _has_letters(self.prompt):
-            return ""                     # a translated answer cannot start with the original words
+        if (
+            self.wants_english
+            and self.source_language not in ("en", "other")
+            and _has_letters(self.prompt)
+        ):
+            return ""  # a translated answer cannot start with the original words
         text = self.prompt.rstrip(" .,;:!")
         if self.profile.opening == "frame":
             return _framed(text, self.profile.task)
         return text[:1].upper() + text[1:]
 
     @classmethod
-    def build(cls, profile: Profile, prompt: Any, options: EnhanceOptions | None = None, *,
-              continue_answer: bool = True, model_languages: frozenset[str] | None = None) -> "EnhanceRequest":
+    def build(
+        cls,
+        profile: Profile,
+        prompt: Any,
+        options: EnhanceOptions | None = None,
+        *,
+        continue_answer: bool = True,
+        model_languages: frozenset[str] | None = None,
+    ) -> "EnhanceRequest":
         """The request for ``prompt`` with ``options`` (checked already) resolved against ``profile``;
         ``model_languages``: the prompt languages the backend's model can enhance (None: any)."""
         o = options or EnhanceOptions()
@@ -92,26 +107,43 @@ class EnhanceRequest:
             require_unicode("caption", o.caption)
         facts = None
         if o.image is not None and not profile.wants_image:
-            raise InvalidInputError(f"{profile.name} makes {_MEDIUM[profile.task]} from text and takes no image; "
-                                    "use an image-to-video or image-to-image target (i2v, i2i)")
+            raise InvalidInputError(
+                f"{profile.name} makes {_MEDIUM[profile.task]} from text and takes no image; "
+                "use an image-to-video or image-to-image target (i2v, i2i)"
+            )
         if o.image is not None:
             from .images import load_image_facts
 
             facts = load_image_facts(o.image).describe()
         if o.style is not None and o.style not in profile.styles:
-            raise InvalidInputError(f"unknown style {o.style!r} for {profile.name}; "
-                                    f"choose from: {', '.join(sorted(profile.styles)) or 'none'}")
+            raise InvalidInputError(
+                f"unknown style {o.style!r} for {profile.name}; "
+                f"choose from: {', '.join(sorted(profile.styles)) or 'none'}"
+            )
         wants_english = _wants_english(profile, o.language)
         source = identify_language(text) if text else "en"
-        return cls(profile=profile, prompt=text, image_facts=facts, caption=o.caption.strip() if o.caption else None,
-                   style=o.style or profile.default_style, source_language=source,
-                   language="en" if wants_english else (o.language or _written_in(source)),
-                   wants_english=wants_english, seed=o.seed,
-                   temperature=profile.temperature if o.temperature is None else o.temperature,
-                   max_new_tokens=o.max_new_tokens or profile.max_new_tokens, force=o.force,
-                   speculative=o.speculative is not False, system_prompt=o.system_prompt,
-                   constrain=bool(o.constrain), image=o.image, continue_answer=continue_answer,
-                   encoder_counter=o.encoder_counter, model_languages=model_languages, strength=o.strength)
+        return cls(
+            profile=profile,
+            prompt=text,
+            image_facts=facts,
+            caption=o.caption.strip() if o.caption else None,
+            style=o.style or profile.default_style,
+            source_language=source,
+            language="en" if wants_english else (o.language or _written_in(source)),
+            wants_english=wants_english,
+            seed=o.seed,
+            temperature=profile.temperature if o.temperature is None else o.temperature,
+            max_new_tokens=o.max_new_tokens or profile.max_new_tokens,
+            force=o.force,
+            speculative=o.speculative is not False,
+            system_prompt=o.system_prompt,
+            constrain=bool(o.constrain),
+            image=o.image,
+            continue_answer=continue_answer,
+            encoder_counter=o.encoder_counter,
+            model_languages=model_languages,
+            strength=o.strength,
+        )
 
     @property
     def skip_reason(self) -> str | None:
@@ -119,8 +151,10 @@ class EnhanceRequest:
         if self.prompt and not _has_words(self.prompt):
             return "the prompt has no words to enhance (a single character, emoji or punctuation)"
         if not self.profile.should_enhance(self.prompt, force=self.force):
-            return (f"the prompt already has {count_words(self.prompt)} words (more than "
-                    f"{self.profile.enhance_threshold_words}); pass force=True to enhance it anyway")
+            return (
+                f"the prompt already has {count_words(self.prompt)} words (more than "
+                f"{self.profile.enhance_threshold_words}); pass force=True to enhance it anyway"
+            )
         return None if self.force else self._unread_language()
 
     def _unread_language(self) -> str | None:
@@ -132,9 +166,11 @@ class EnhanceRequest:
         if code in self.model_languages:
             return None
         known = " and ".join(describe_language(c) for c in sorted(self.model_languages))
-        return (f"the model enhances {known} prompts only and would lose the meaning of this "
-                f"{describe_language(code)} one; pass force=True to enhance it anyway, "
-                f"or use a backend whose model reads it")
+        return (
+            f"the model enhances {known} prompts only and would lose the meaning of this "
+            f"{describe_language(code)} one; pass force=True to enhance it anyway, "
+            f"or use a backend whose model reads it"
+        )
 
     def opened(self) -> "EnhanceRequest | None":
         """This request with the answer opened by the user's own words: the last attempt, which
@@ -155,21 +191,46 @@ class EnhanceRequest:
         return [first + i for i in range(retries + 1)]
 
     def _fields(self, language: str) -> dict:
-        return dict(negative_prompt=self.profile.negative_prompt, target=self.profile.name,
-                    template=self.profile.name, task=self.profile.task, original_prompt=self.prompt,
-                    language=language, style=self.style, strength=self.strength or "full")
+        return dict(
+            negative_prompt=self.profile.negative_prompt,
+            target=self.profile.name,
+            template=self.profile.name,
+            task=self.profile.task,
+            original_prompt=self.prompt,
+            language=language,
+            style=self.style,
+            strength=self.strength or "full",
+        )
 
-    def result(self, text: str, stats: EnhanceStats, assessment=None, *,
-               added: dict[str, str] | None = None) -> EnhancedPrompt:
-        return EnhancedPrompt(text=text, stats=stats, assessment=assessment, added=added or {},
-                              **self._fields(self.language))
+    def result(
+        self,
+        text: str,
+        stats: EnhanceStats,
+        assessment=None,
+        *,
+        added: dict[str, str] | None = None,
+    ) -> EnhancedPrompt:
+        return EnhancedPrompt(
+            text=text,
+            stats=stats,
+            assessment=assessment,
+            added=added or {},
+            **self._fields(self.language),
+        )
 
-    def unchanged(self, reason: str, *, fallback: bool, stats: EnhanceStats | None = None,
-                  assessment=None) -> EnhancedPrompt:
+    def unchanged(
+        self, reason: str, *, fallback: bool, stats: EnhanceStats | None = None, assessment=None
+    ) -> EnhancedPrompt:
         """The prompt returned as it is: its language is the prompt's own."""
-        return EnhancedPrompt(text=self.prompt, fallback=fallback, skipped=not fallback, reason=reason,
-                              stats=stats or EnhanceStats(), assessment=assessment,
-                              **self._fields(self.source_language))
+        return EnhancedPrompt(
+            text=self.prompt,
+            fallback=fallback,
+            skipped=not fallback,
+            reason=reason,
+            stats=stats or EnhanceStats(),
+            assessment=assessment,
+            **self._fields(self.source_language),
+        )
 
 
 def _check_prompt(profile: Profile, prompt: Any, *, has_image: bool) -> str:
@@ -178,16 +239,22 @@ def _check_prompt(profile: Profile, prompt: Any, *, has_image: bool) -> str:
     if not isinstance(prompt, str):
         raise InvalidInputError(f"prompt must be a string, not {type(prompt).__name__}")
     if len(prompt) > MAX_PROMPT_CHARS:
-        raise InvalidInputError(f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+        raise InvalidInputError(
+            f"prompt is {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}"
+        )
     require_unicode("prompt", prompt)
     text = " ".join(strip_markup(without_controls(prompt)).split())
     if not text and prompt.strip():
-        raise InvalidInputError("prompt holds only HTML markup or control characters (removed: a text encoder "
-                                "reads them as words)")
+        raise InvalidInputError(
+            "prompt holds only HTML markup or control characters (removed: a text encoder "
+            "reads them as words)"
+        )
     if not text and not (profile.task == "i2v"):
         raise InvalidInputError("prompt is empty")
     if not text and profile.task == "i2v" and not has_image:
-        raise InvalidInputError("an empty prompt needs an image or caption to animate (image-to-video)")
+        raise InvalidInputError(
+            "an empty prompt needs an image or caption to animate (image-to-video)"
+        )
     return text
 
 

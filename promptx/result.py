@@ -19,14 +19,18 @@ class EnhanceStats(BaseModel):
     attempts: int = 0
     speculative: bool = False
     acceptance_length: float | None = Field(
-        default=None, description="tokens per target forward pass (tau); None without speculation")
+        default=None, description="tokens per target forward pass (tau); None without speculation"
+    )
     backend: str = ""
     model: str = ""
     encoder_tokens: int | None = Field(
-        default=None, description="tokens the target's text encoder makes of the text (no BOS/EOS)")
+        default=None, description="tokens the target's text encoder makes of the text (no BOS/EOS)"
+    )
     encoder_counter: str | None = Field(
-        default=None, description='what counted them: "clip-bpe", "tokenizer:DIR", "pipeline:tokenizer_N" or '
-                                  '"estimate"; None for a profile without an encoder')
+        default=None,
+        description='what counted them: "clip-bpe", "tokenizer:DIR", "pipeline:tokenizer_N" or '
+        '"estimate"; None for a profile without an encoder',
+    )
 
 
 class EnhancedPrompt(BaseModel):
@@ -46,12 +50,18 @@ class EnhancedPrompt(BaseModel):
     skipped: bool = False
     reason: str | None = None
     stats: EnhanceStats = Field(default_factory=EnhanceStats)
-    strength: str = Field(default="full", description='"light", "medium" (vetted phrases) or "full" (free prose)')
+    strength: str = Field(
+        default="full", description='"light", "medium" (vetted phrases) or "full" (free prose)'
+    )
     added: dict[str, str] = Field(
-        default_factory=dict, description="what a light or medium enhancement added, part by part "
-                                          "(appearance, light, camera, ...); empty for free prose")
+        default_factory=dict,
+        description="what a light or medium enhancement added, part by part "
+        "(appearance, light, camera, ...); empty for free prose",
+    )
     assessment: Assessment | None = Field(
-        default=None, description="faithfulness of the model's last output (of the fallback's rejected one)")
+        default=None,
+        description="faithfulness of the model's last output (of the fallback's rejected one)",
+    )
 
     def __str__(self) -> str:
         return self.text

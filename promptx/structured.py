@@ -23,24 +23,42 @@ from .result import EnhancedPrompt, EnhanceStats
 
 # compositions tried before the last one stands (each without what the assessment objected to)
 MAX_MENDS = 6
-ENGLISH_ONLY = ("the phrase sets of a {strength} enhancement are English and this prompt is {language}; "
-                "use strength='full' with a model that reads it")
+ENGLISH_ONLY = (
+    "the phrase sets of a {strength} enhancement are English and this prompt is {language}; "
+    "use strength='full' with a model that reads it"
+)
 
 
-def structured_result(request: EnhanceRequest, *, scorer: Callable | None, counter=None,
-                      backend: str = "", model: str = "") -> EnhancedPrompt:
+def structured_result(
+    request: EnhanceRequest,
+    *,
+    scorer: Callable | None,
+    counter=None,
+    backend: str = "",
+    model: str = "",
+) -> EnhancedPrompt:
     """The light (no ``scorer``) or medium enhancement of ``request``."""
     started = time.perf_counter()
     if _foreign(request):
         language = describe_language(request.source_language)
-        return request.unchanged(ENGLISH_ONLY.format(strength=request.strength, language=language), fallback=False)
+        return request.unchanged(
+            ENGLISH_ONLY.format(strength=request.strength, language=language), fallback=False
+        )
     fits = _fits(request, counter)
     without: frozenset[str] = frozenset()
     avoid: frozenset[str] = frozenset()
     own = _own_faults(request)
     for _ in range(MAX_MENDS):
-        made = compose(request.prompt, request.profile, seed=request.seed or 0, scorer=scorer, fits=fits,
-                       without=without, avoid=avoid, style=request.style)
+        made = compose(
+            request.prompt,
+            request.profile,
+            seed=request.seed or 0,
+            scorer=scorer,
+            fits=fits,
+            without=without,
+            avoid=avoid,
+            style=request.style,
+        )
         assessment = _assessed(request, made.text)
         faults = [f for f in assessment.findings if _key(f) not in own]
         if not faults or not made.added:
@@ -50,15 +68,25 @@ def structured_result(request: EnhanceRequest, *, scorer: Callable | None, count
         if named - avoid:
             avoid = avoid | named
         else:
-            without = without | {_blamed(faults, made.added) or next(p for p in DROP_ORDER if p in made.added)}
-    stats = EnhanceStats(latency_s=round(time.perf_counter() - started, 4), attempts=1, backend=backend,
-                         model=model if scorer is not None else "")
+            without = without | {
+                _blamed(faults, made.added) or next(p for p in DROP_ORDER if p in made.added)
+            }
+    stats = EnhanceStats(
+        latency_s=round(time.perf_counter() - started, 4),
+        attempts=1,
+        backend=backend,
+        model=model if scorer is not None else "",
+    )
     if counter is not None:
         stats.encoder_tokens, stats.encoder_counter = counter.count(made.text), counter.name
     if [f for f in assessment.findings if _key(f) not in own]:
         reason = "; ".join(assessment.reasons())
-        return request.unchanged(f"the structured text did not pass: {reason}", fallback=True, stats=stats,
-                                 assessment=assessment)
+        return request.unchanged(
+            f"the structured text did not pass: {reason}",
+            fallback=True,
+            stats=stats,
+            assessment=assessment,
+        )
     return request.result(made.text, stats, assessment, added=made.added)
 
 
@@ -78,8 +106,13 @@ def _assessed(request: EnhanceRequest, text: str) -> Assessment:
     """The assessment of a structured text; its length is the layout's, so a short one is no fault."""
     length = request.profile.length.model_copy(update={"min_words": 1})
     profile = request.profile.model_copy(update={"length": length})
-    return assess(request.prompt, text, profile, context=request.caption,
-                  language="english" if request.wants_english else "keep")
+    return assess(
+        request.prompt,
+        text,
+        profile,
+        context=request.caption,
+        language="english" if request.wants_english else "keep",
+    )
 
 
 def _own_faults(request: EnhanceRequest) -> set[tuple]:

@@ -25,7 +25,15 @@ from .profiles.registry import TemplateRegistry
 from .profiles.render import render_messages
 from .tuning_pairs import PairRow, TuningPair
 
-__all__ = ["CheckResult", "TuneReport", "balanced", "pair_messages", "pair_records", "passes_on", "tune"]
+__all__ = [
+    "CheckResult",
+    "TuneReport",
+    "balanced",
+    "pair_messages",
+    "pair_records",
+    "passes_on",
+    "tune",
+]
 
 PROMPT_STYLE = "short"
 
@@ -33,7 +41,9 @@ PROMPT_STYLE = "short"
 def pair_messages(pair: TuningPair, registry: TemplateRegistry) -> list[dict[str, str]]:
     """The chat a tuned model gets for this pair's input (what the runtime will render)."""
     profile = registry.get(pair.target)
-    return render_messages(profile, pair.input, caption=pair.image, style=pair.style, prompt_style=PROMPT_STYLE)
+    return render_messages(
+        profile, pair.input, caption=pair.image, style=pair.style, prompt_style=PROMPT_STYLE
+    )
 
 
 def pair_records(rows: Sequence[PairRow], registry: TemplateRegistry, tokenizer):
@@ -45,8 +55,14 @@ def pair_records(rows: Sequence[PairRow], registry: TemplateRegistry, tokenizer)
     for row in rows:
         prompt = tokenizer.encode_chat(pair_messages(row.pair, registry))
         answer = tokenizer.encode(row.pair.output.strip()) + [end]
-        records.append(Record(row.pair.id, prompt + answer, [0] * len(prompt) + [1] * len(answer),
-                              meta={"target": row.pair.target}))
+        records.append(
+            Record(
+                row.pair.id,
+                prompt + answer,
+                [0] * len(prompt) + [1] * len(answer),
+                meta={"target": row.pair.target},
+            )
+        )
     return records
 
 
@@ -79,15 +95,19 @@ class CheckResult:
     """Real enhancements of held-out inputs, assessed."""
 
     n: int = 0
-    passed: int = 0                    # final output passes (with the usual retries)
-    first_passed: int = 0              # passed on the first attempt
+    passed: int = 0  # final output passes (with the usual retries)
+    first_passed: int = 0  # passed on the first attempt
     fallbacks: int = 0
     examples: list[dict] = field(default_factory=list)
 
     def summary(self) -> dict:
-        rate = (lambda k: round(k / self.n, 4) if self.n else 0.0)
-        return {"check_n": self.n, "pass_rate": rate(self.passed), "first_pass_rate": rate(self.first_passed),
-                "fallback_rate": rate(self.fallbacks)}
+        rate = lambda k: round(k / self.n, 4) if self.n else 0.0
+        return {
+            "check_n": self.n,
+            "pass_rate": rate(self.passed),
+            "first_pass_rate": rate(self.first_passed),
+            "fallback_rate": rate(self.fallbacks),
+        }
 
 
 def passes_on(enhancer, rows: Sequence[PairRow], *, seed: int = 0) -> CheckResult:
@@ -95,14 +115,24 @@ def passes_on(enhancer, rows: Sequence[PairRow], *, seed: int = 0) -> CheckResul
     result = CheckResult()
     for row in rows:
         pair = row.pair
-        out = enhancer.enhance(pair.input, target=pair.target, caption=pair.image, style=pair.style, seed=seed)
+        out = enhancer.enhance(
+            pair.input, target=pair.target, caption=pair.image, style=pair.style, seed=seed
+        )
         ok = not out.fallback and out.assessment is not None and out.assessment.passed
         result.n += 1
         result.passed += ok
         result.first_passed += ok and out.stats.attempts == 1
         result.fallbacks += out.fallback
-        result.examples.append({"id": pair.id, "target": pair.target, "input": pair.input, "passed": ok,
-                                "text": out.text, "reason": out.reason})
+        result.examples.append(
+            {
+                "id": pair.id,
+                "target": pair.target,
+                "input": pair.input,
+                "passed": ok,
+                "text": out.text,
+                "reason": out.reason,
+            }
+        )
     return result
 
 
@@ -114,8 +144,12 @@ def _checker(rows: Sequence[PairRow], tokenizer, name: str) -> Callable:
     from .enhancer import Enhancer
 
     def check(model, step: int) -> dict:
-        backend = EmbeddedBackend.around(Generator(model, tokenizer), name, prompt_style=PROMPT_STYLE)
-        result = passes_on(Enhancer(backend=backend, templates_dir=None, quiet=True, strength="full"), rows)
+        backend = EmbeddedBackend.around(
+            Generator(model, tokenizer), name, prompt_style=PROMPT_STYLE
+        )
+        result = passes_on(
+            Enhancer(backend=backend, templates_dir=None, quiet=True, strength="full"), rows
+        )
         check.last = result
         return result.summary()
 
@@ -139,10 +173,23 @@ class TuneReport:
         return json.dumps(self.__dict__, indent=2, ensure_ascii=False) + "\n"
 
 
-def tune(model_dir: Path, base_name: str, train_rows: Sequence[PairRow], heldout_rows: Sequence[PairRow],
-         out_dir: Path, registry: TemplateRegistry, *, rank: int, alpha: float, config,
-         val_pairs: int = 48, check_prompts: int = 16, resume: bool = True, progress: bool = True,
-         log: Callable[[str], None] | None = None) -> TuneReport:
+def tune(
+    model_dir: Path,
+    base_name: str,
+    train_rows: Sequence[PairRow],
+    heldout_rows: Sequence[PairRow],
+    out_dir: Path,
+    registry: TemplateRegistry,
+    *,
+    rank: int,
+    alpha: float,
+    config,
+    val_pairs: int = 48,
+    check_prompts: int = 16,
+    resume: bool = True,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> TuneReport:
     """Train a LoRA adapter on ``train_rows``, validate on ``heldout_rows``, write adapter + merged model."""
     import torch
 
@@ -152,22 +199,47 @@ def tune(model_dir: Path, base_name: str, train_rows: Sequence[PairRow], heldout
 
     model, tokenizer = load_model(model_dir, torch.float32)
     attached = attach_lora(model, rank=rank, alpha=alpha)
-    info = AdapterInfo(rank=attached.rank, alpha=attached.alpha, modules=attached.modules, base=base_name,
-                       extra=json.dumps({"prompt_style": PROMPT_STYLE, "train_pairs": len(train_rows)}))
+    info = AdapterInfo(
+        rank=attached.rank,
+        alpha=attached.alpha,
+        modules=attached.modules,
+        base=base_name,
+        extra=json.dumps({"prompt_style": PROMPT_STYLE, "train_pairs": len(train_rows)}),
+    )
     train = pair_records(train_rows, registry, tokenizer)
     heldout = pair_records(balanced(heldout_rows, val_pairs), registry, tokenizer)
-    check = _checker(balanced(heldout_rows, check_prompts), tokenizer, base_name) \
-        if check_prompts else None
-    result = train_lora(model, info, train, out_dir, config, val_records=heldout, check=check, resume=resume,
-                        progress=progress, log=log)
+    check = (
+        _checker(balanced(heldout_rows, check_prompts), tokenizer, base_name)
+        if check_prompts
+        else None
+    )
+    result = train_lora(
+        model,
+        info,
+        train,
+        out_dir,
+        config,
+        val_records=heldout,
+        check=check,
+        resume=resume,
+        progress=progress,
+        log=log,
+    )
     merged = out_dir / "model"
     if merged.exists():
         shutil.rmtree(merged)
     shutil.copytree(model_dir, merged, ignore=shutil.ignore_patterns(".*"))
     apply_adapter_to_dir(merged, result.adapter_path)
-    report = TuneReport(steps=result.steps, train_records=len(train), heldout_records=len(heldout),
-                        tokens_per_s=round(result.tokens_per_s, 1), train_seconds=round(result.train_seconds, 1),
-                        adapter=result.adapter_path, model_dir=str(merged), validation=result.validation,
-                        examples=check.last.examples if check is not None and check.last else [])
+    report = TuneReport(
+        steps=result.steps,
+        train_records=len(train),
+        heldout_records=len(heldout),
+        tokens_per_s=round(result.tokens_per_s, 1),
+        train_seconds=round(result.train_seconds, 1),
+        adapter=result.adapter_path,
+        model_dir=str(merged),
+        validation=result.validation,
+        examples=check.last.examples if check is not None and check.last else [],
+    )
     (out_dir / "report.json").write_text(report.to_json(), encoding="utf-8")
     return report

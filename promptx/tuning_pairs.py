@@ -22,7 +22,9 @@ from .errors import InvalidInputError
 
 __all__ = ["PairFileError", "PairRow", "TuningPair", "pair_files", "read_pairs"]
 
-Source = Literal["team", "partiprompts", "t2i-compbench", "vbench-category", "vbench2", "vbench-i2v"]
+Source = Literal[
+    "team", "partiprompts", "t2i-compbench", "vbench-category", "vbench2", "vbench-i2v"
+]
 
 
 class PairFileError(InvalidInputError):
@@ -37,17 +39,17 @@ class TuningPair(BaseModel):
     target: str
     input: str = Field(min_length=1)
     output: str = Field(min_length=1)
-    image: str | None = None          # caption of the input image (i2v, i2i)
+    image: str | None = None  # caption of the input image (i2v, i2i)
     style: str | None = None
     source: Source
-    ref: str | None = None            # "file:line" of a public input
+    ref: str | None = None  # "file:line" of a public input
     author: str = Field(min_length=1)
 
 
 @dataclass(frozen=True)
 class PairRow:
     pair: TuningPair
-    where: str                        # "file:line"
+    where: str  # "file:line"
 
     @property
     def split(self) -> str:

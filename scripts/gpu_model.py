@@ -28,8 +28,13 @@ import torch
 # rarely near-ties (N(0, 0.02) embeddings give logits within ~0.5 of each other over 49152 tokens)
 EMBED_STD = 0.2
 LINEAR_STD = 0.02
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
-                   "generation_config.json")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "special_tokens_map.json",
+    "generation_config.json",
+)
 
 
 def random_state(cfg: dict, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -41,21 +46,25 @@ def random_state(cfg: dict, seed: int = 0) -> dict[str, torch.Tensor]:
     def normal(*shape, std=LINEAR_STD):
         return (torch.randn(*shape, generator=gen) * std).to(torch.bfloat16)
 
-    state = {"model.embed_tokens.weight": normal(cfg["vocab_size"], hidden, std=EMBED_STD),
-             "model.norm.weight": torch.ones(hidden, dtype=torch.bfloat16)}
+    state = {
+        "model.embed_tokens.weight": normal(cfg["vocab_size"], hidden, std=EMBED_STD),
+        "model.norm.weight": torch.ones(hidden, dtype=torch.bfloat16),
+    }
     if not cfg.get("tie_word_embeddings", False):
         state["lm_head.weight"] = normal(cfg["vocab_size"], hidden, std=EMBED_STD)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        state |= {p + "self_attn.q_proj.weight": normal(heads * dim, hidden),
-                  p + "self_attn.k_proj.weight": normal(kv * dim, hidden),
-                  p + "self_attn.v_proj.weight": normal(kv * dim, hidden),
-                  p + "self_attn.o_proj.weight": normal(hidden, heads * dim),
-                  p + "mlp.gate_proj.weight": normal(inter, hidden),
-                  p + "mlp.up_proj.weight": normal(inter, hidden),
-                  p + "mlp.down_proj.weight": normal(hidden, inter),
-                  p + "input_layernorm.weight": torch.ones(hidden, dtype=torch.bfloat16),
-                  p + "post_attention_layernorm.weight": torch.ones(hidden, dtype=torch.bfloat16)}
+        state |= {
+            p + "self_attn.q_proj.weight": normal(heads * dim, hidden),
+            p + "self_attn.k_proj.weight": normal(kv * dim, hidden),
+            p + "self_attn.v_proj.weight": normal(kv * dim, hidden),
+            p + "self_attn.o_proj.weight": normal(hidden, heads * dim),
+            p + "mlp.gate_proj.weight": normal(inter, hidden),
+            p + "mlp.up_proj.weight": normal(inter, hidden),
+            p + "mlp.down_proj.weight": normal(hidden, inter),
+            p + "input_layernorm.weight": torch.ones(hidden, dtype=torch.bfloat16),
+            p + "post_attention_layernorm.weight": torch.ones(hidden, dtype=torch.bfloat16),
+        }
     return state
 
 
@@ -72,7 +81,7 @@ def write_model(source: Path, out: Path, layers: int | None = None) -> Path:
     for name in TOKENIZER_FILES:
         if (source / name).is_file():
             shutil.copy(source / name, out / name)
-        elif (source / f"{name}.xz").is_file():       # packed to travel (scripts/gpu_prepare.sh)
+        elif (source / f"{name}.xz").is_file():  # packed to travel (scripts/gpu_prepare.sh)
             (out / name).write_bytes(lzma.decompress((source / f"{name}.xz").read_bytes()))
     save_file(random_state(cfg), str(out / "model.safetensors"), metadata={"format": "pt"})
     return out
@@ -81,5 +90,7 @@ def write_model(source: Path, out: Path, layers: int | None = None) -> Path:
 if __name__ == "__main__":
     if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
-    write_model(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) == 4 else None)
+    write_model(
+        Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) == 4 else None
+    )
     print(sys.argv[2])

@@ -24,15 +24,20 @@ def test_the_check_sees_a_cycle_hidden_in_a_function_but_not_a_type_checking_imp
     weights.mkdir(parents=True)
     (weights / "loading.py").write_text("def load():\n    from .adapters import split\n")
     (weights / "adapters.py").write_text("from .loading import load\n")
-    (weights / "tokenizer.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                          "    from .vocab import Vocab\n")
+    (weights / "tokenizer.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .vocab import Vocab\n"
+    )
     (weights / "vocab.py").write_text("from .tokenizer import encode\n")
-    assert cycles(tmp_path) == ["engine.weights.adapters -> engine.weights.loading -> engine.weights.adapters"]
+    assert cycles(tmp_path) == [
+        "engine.weights.adapters -> engine.weights.loading -> engine.weights.adapters"
+    ]
 
 
 def test_the_check_sees_an_import_that_runs_up(tmp_path):
     (tmp_path / "engine" / "runtime").mkdir(parents=True)
-    (tmp_path / "engine" / "runtime" / "model.py").write_text("def f():\n    from ..planning.harness import Harness\n")
+    (tmp_path / "engine" / "runtime" / "model.py").write_text(
+        "def f():\n    from ..planning.harness import Harness\n"
+    )
     (tmp_path / "engine" / "decode").mkdir()
     (tmp_path / "engine" / "decode" / "x.py").write_text("import promptx.enhancer\n")
     (tmp_path / "promptx").mkdir()
@@ -47,7 +52,12 @@ def test_the_check_sees_promptx_reaching_past_the_engine_seam(tmp_path):
     (tmp_path / "engine").mkdir()
     (tmp_path / "promptx" / "backends").mkdir(parents=True)
     (tmp_path / "promptx" / "backends" / "ok.py").write_text(
-        "def f():\n    from engine import Generator\n    from engine.bench import run_bench\n")
-    (tmp_path / "promptx" / "backends" / "deep.py").write_text("def f():\n    from engine.decode.sampling import X\n")
+        "def f():\n    from engine import Generator\n    from engine.bench import run_bench\n"
+    )
+    (tmp_path / "promptx" / "backends" / "deep.py").write_text(
+        "def f():\n    from engine.decode.sampling import X\n"
+    )
     found = violations(tmp_path)
-    assert len(found) == 1 and found[0].startswith("promptx.backends.deep imports engine.decode.sampling")
+    assert len(found) == 1 and found[0].startswith(
+        "promptx.backends.deep imports engine.decode.sampling"
+    )

@@ -26,13 +26,28 @@ def run(cmd, **kwargs):
 
 def test_wheel_installs_and_enhances(tmp_path, model_dir):
     pytest.importorskip("build")
-    run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / "dist"), str(ROOT)])
+    run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(tmp_path / "dist"),
+            str(ROOT),
+        ]
+    )
     wheel = next((tmp_path / "dist").glob("promptx-*.whl"))
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)])
     bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
     py = bin_dir / "python"
-    venv_site = Path(run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    venv_site = Path(
+        run(
+            [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+        ).stdout.strip()
+    )
     # reuse the dependencies already installed here, but not the editable promptx
     (venv_site / "_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)])
@@ -40,12 +55,30 @@ def test_wheel_installs_and_enhances(tmp_path, model_dir):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     env = {**os.environ, "PYTHONPATH": ""}
-    where = run([str(py), "-c", "import promptx, promptx_templates; print(promptx.__file__)"], cwd=outside, env=env)
+    where = run(
+        [str(py), "-c", "import promptx, promptx_templates; print(promptx.__file__)"],
+        cwd=outside,
+        env=env,
+    )
     assert str(venv) in where.stdout
     listed = run([str(bin_dir / "promptx"), "templates", "list"], cwd=outside, env=env)
     assert "wan-t2v" in listed.stdout
-    result = run([str(bin_dir / "promptx"), "enhance", "a cat on a skateboard", "--target", "video", "--json",
-                  "--seed", "1", "--max-new-tokens", "48"], cwd=outside, env=env)
+    result = run(
+        [
+            str(bin_dir / "promptx"),
+            "enhance",
+            "a cat on a skateboard",
+            "--target",
+            "video",
+            "--json",
+            "--seed",
+            "1",
+            "--max-new-tokens",
+            "48",
+        ],
+        cwd=outside,
+        env=env,
+    )
     payload = json.loads(result.stdout)
     assert payload["text"].strip() and payload["target"] == "video"
-    assert payload["strength"] == "light" and payload["added"]     # the phrase sets are in the wheel
+    assert payload["strength"] == "light" and payload["added"]  # the phrase sets are in the wheel

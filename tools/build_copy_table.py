@@ -29,19 +29,23 @@ def answers(folder: Path):
         with shard.open(encoding="utf-8") as lines:
             for line in lines:
                 record = json.loads(line)
-                yield record["input_ids"][record["prefix_len"]:]
+                yield record["input_ids"][record["prefix_len"] :]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", type=Path, help="a drafter data folder (shard-*.jsonl, dataset.json)")
+    parser.add_argument(
+        "data", type=Path, help="a drafter data folder (shard-*.jsonl, dataset.json)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--order", type=int, default=MAX_ORDER)
     parser.add_argument("--min-count", type=int, default=3)
     parser.add_argument("--min-share", type=float, default=0.2)
     args = parser.parse_args()
     fingerprint = json.loads((args.data / "dataset.json").read_text())["target_fingerprint"]
-    table = NgramTable.build(answers(args.data), args.order, args.min_count, args.min_share, fingerprint)
+    table = NgramTable.build(
+        answers(args.data), args.order, args.min_count, args.min_share, fingerprint
+    )
     table.save(args.out)
     print(f"{len(table)} contexts -> {args.out} ({args.out.stat().st_size} bytes)")
 

@@ -18,8 +18,14 @@ PROMPTS = ROOT.parent / "shared" / "data" / "prompts"
 OUT = ROOT / "templates" / "languages" / "english.txt"
 WORD = re.compile(r"[a-z]+")
 MIN_COUNT = 2
-TEXT_SETS = ("geneval_prompts.txt", "vbench_all_dimension.txt", "vbench_all_category.txt", "vbench2_full_text.txt",
-             "vbench_all_dimension_gpt4o_longer.txt", "vbench_all_dimension_wan_extended.txt")
+TEXT_SETS = (
+    "geneval_prompts.txt",
+    "vbench_all_dimension.txt",
+    "vbench_all_category.txt",
+    "vbench2_full_text.txt",
+    "vbench_all_dimension_gpt4o_longer.txt",
+    "vbench_all_dimension_wan_extended.txt",
+)
 
 
 def _prompt_texts():
@@ -35,7 +41,9 @@ def main() -> None:
     counts = collections.Counter(w for text in _prompt_texts() for w in WORD.findall(text.lower()))
     words = {w for w, n in counts.items() if n >= MIN_COUNT and (len(w) > 1 or w in ("a", "i"))}
     for path in (ROOT / "templates" / "phrases").rglob("*.toml"):
-        words.update(w for w in WORD.findall(path.read_text(encoding="utf-8").lower()) if len(w) > 1)
+        words.update(
+            w for w in WORD.findall(path.read_text(encoding="utf-8").lower()) if len(w) > 1
+        )
     header = "# English words known to promptx's language identifier; built by tools/build_english_words.py\n"
     OUT.write_text(header + "\n".join(sorted(words)) + "\n", encoding="utf-8")
     print(f"{len(words)} words -> {OUT.relative_to(ROOT)}")

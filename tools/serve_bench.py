@@ -27,20 +27,33 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 
 
-BAD_BODIES = ({"prompt": "a cat", "seed": "7"}, {"prompt": "a cat", "target": "nosuch"}, {"prompt": 5},
-              {"prompt": "a cat", "strength": "heavy"}, {"prompt": "a cat", "colour": "red"})
+BAD_BODIES = (
+    {"prompt": "a cat", "seed": "7"},
+    {"prompt": "a cat", "target": "nosuch"},
+    {"prompt": 5},
+    {"prompt": "a cat", "strength": "heavy"},
+    {"prompt": "a cat", "colour": "red"},
+)
 
 
 def bad(client: httpx.Client, url: str, index: int, args) -> dict:
     """A malformed request: a 400 with the JSON error shape is the right answer."""
     started = time.perf_counter()
     try:
-        answer = client.post(url + "/v1/enhance", json=BAD_BODIES[index % len(BAD_BODIES)], timeout=args.timeout)
+        answer = client.post(
+            url + "/v1/enhance", json=BAD_BODIES[index % len(BAD_BODIES)], timeout=args.timeout
+        )
         right = answer.status_code == 400 and "type" in answer.json().get("error", {})
     except (httpx.HTTPError, ValueError):
         right = False
-    return {"ok": right, "bad": True, "lost": False, "s": time.perf_counter() - started, "tokens": 0,
-            "error": None if right else "a bad request was not answered 400 with a JSON error"}
+    return {
+        "ok": right,
+        "bad": True,
+        "lost": False,
+        "s": time.perf_counter() - started,
+        "tokens": 0,
+        "error": None if right else "a bad request was not answered 400 with a JSON error",
+    }
 
 
 def one(client: httpx.Client, url: str, prompt: str, args) -> dict:
@@ -53,36 +66,67 @@ def one(client: httpx.Client, url: str, prompt: str, args) -> dict:
     try:
         answer = client.post(url + "/v1/enhance", json=body, timeout=args.timeout)
     except httpx.HTTPError as exc:
-        return {"ok": False, "lost": False, "error": str(exc), "s": time.perf_counter() - started, "tokens": 0}
+        return {
+            "ok": False,
+            "lost": False,
+            "error": str(exc),
+            "s": time.perf_counter() - started,
+            "tokens": 0,
+        }
     seconds = time.perf_counter() - started
     if answer.status_code != 200:
-        return {"ok": False, "lost": False, "error": f"{answer.status_code} {answer.text[:120]}", "s": seconds,
-                "tokens": 0}
+        return {
+            "ok": False,
+            "lost": False,
+            "error": f"{answer.status_code} {answer.text[:120]}",
+            "s": seconds,
+            "tokens": 0,
+        }
     result = answer.json()
-    return {"ok": True, "lost": result["original_prompt"] != " ".join(prompt.split()), "s": seconds,
-            "tokens": result["stats"]["completion_tokens"]}
+    return {
+        "ok": True,
+        "lost": result["original_prompt"] != " ".join(prompt.split()),
+        "s": seconds,
+        "tokens": result["stats"]["completion_tokens"],
+    }
 
 
 def run_level(url: str, prompts: list[str], concurrency: int, args) -> dict:
     work: list = [prompts[i % len(prompts)] for i in range(args.requests)]
     if args.bad_every:
-        work = [item for i, p in enumerate(work) for item in ([p, i] if (i + 1) % args.bad_every == 0 else [p])]
+        work = [
+            item
+            for i, p in enumerate(work)
+            for item in ([p, i] if (i + 1) % args.bad_every == 0 else [p])
+        ]
     started = time.perf_counter()
     with httpx.Client() as client, ThreadPoolExecutor(concurrency) as pool:
-        rows = list(pool.map(lambda w: bad(client, url, w, args) if isinstance(w, int) else one(client, url, w, args),
-                             work))
+        rows = list(
+            pool.map(
+                lambda w: (
+                    bad(client, url, w, args) if isinstance(w, int) else one(client, url, w, args)
+                ),
+                work,
+            )
+        )
     wall = time.perf_counter() - started
     errors = [r["error"] for r in rows if not r["ok"]]
     rows = [r for r in rows if not r.get("bad")]
     latencies = sorted(r["s"] for r in rows if r["ok"])
-    return {"concurrency": concurrency, "requests": len(rows), "wall_s": round(wall, 2),
-            "requests_per_s": round(len(latencies) / wall, 3),
-            "tokens_per_s": round(sum(r["tokens"] for r in rows) / wall, 2),
-            "p50_s": round(statistics.median(latencies), 2) if latencies else None,
-            "p95_s": round(latencies[max(0, int(0.95 * len(latencies)) - 1)], 2) if latencies else None,
-            "errors": len(errors), "lost": sum(r["lost"] for r in rows), "first_error": errors[0] if errors else None,
-            "health": httpx.get(url + "/health", timeout=30).status_code,
-            "rss_mib": rss_mib(args.server_pid) if args.server_pid else None}
+    return {
+        "concurrency": concurrency,
+        "requests": len(rows),
+        "wall_s": round(wall, 2),
+        "requests_per_s": round(len(latencies) / wall, 3),
+        "tokens_per_s": round(sum(r["tokens"] for r in rows) / wall, 2),
+        "p50_s": round(statistics.median(latencies), 2) if latencies else None,
+        "p95_s": round(latencies[max(0, int(0.95 * len(latencies)) - 1)], 2) if latencies else None,
+        "errors": len(errors),
+        "lost": sum(r["lost"] for r in rows),
+        "first_error": errors[0] if errors else None,
+        "health": httpx.get(url + "/health", timeout=30).status_code,
+        "rss_mib": rss_mib(args.server_pid) if args.server_pid else None,
+    }
 
 
 def rss_mib(pid: int) -> float:
@@ -95,7 +139,9 @@ def rss_mib(pid: int) -> float:
             children = Path(f"/proc/{one_pid}/task/{one_pid}/children").read_text().split()
         except OSError:
             continue
-        total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+        total += next(
+            int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")
+        )
         todo += [int(c) for c in children]
     return round(total / 1024, 1)
 
@@ -108,25 +154,40 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--prompts", type=Path, default=ROOT / "examples" / "prompts.txt")
     parser.add_argument("--target", default="image")
     parser.add_argument("--max-new-tokens", type=int, default=None)
-    parser.add_argument("--strength", choices=("light", "medium", "full"), help="Default: the server's.")
-    parser.add_argument("--bad-every", type=int, default=0, help="A malformed request after every N good ones.")
+    parser.add_argument(
+        "--strength", choices=("light", "medium", "full"), help="Default: the server's."
+    )
+    parser.add_argument(
+        "--bad-every", type=int, default=0, help="A malformed request after every N good ones."
+    )
     parser.add_argument("--server-pid", type=int, help="Report the server's resident memory.")
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     args = parser.parse_args(argv)
-    prompts = [line.strip() for line in args.prompts.read_text(encoding="utf-8").splitlines() if line.strip()]
+    prompts = [
+        line.strip()
+        for line in args.prompts.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     levels = [int(c) for c in args.concurrency.split(",")]
     rows = []
-    print("| concurrency | requests | wall s | req/s | tokens/s | p50 s | p95 s | errors | lost | vs first | health | "
-          "RSS MiB |")
+    print(
+        "| concurrency | requests | wall s | req/s | tokens/s | p50 s | p95 s | errors | lost | vs first | health | "
+        "RSS MiB |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for level in levels:
         row = run_level(args.url, prompts, level, args)
-        row["speedup"] = round(row["requests_per_s"] / rows[0]["requests_per_s"], 2) if rows else 1.0
+        row["speedup"] = (
+            round(row["requests_per_s"] / rows[0]["requests_per_s"], 2) if rows else 1.0
+        )
         rows.append(row)
-        print(f"| {level} | {row['requests']} | {row['wall_s']} | {row['requests_per_s']} | {row['tokens_per_s']} | "
-              f"{row['p50_s']} | {row['p95_s']} | {row['errors']} | {row['lost']} | {row['speedup']}x | "
-              f"{row['health']} | {row['rss_mib']} |", flush=True)
+        print(
+            f"| {level} | {row['requests']} | {row['wall_s']} | {row['requests_per_s']} | {row['tokens_per_s']} | "
+            f"{row['p50_s']} | {row['p95_s']} | {row['errors']} | {row['lost']} | {row['speedup']}x | "
+            f"{row['health']} | {row['rss_mib']} |",
+            flush=True,
+        )
         if row["first_error"]:
             print(f"first error: {row['first_error']}", file=sys.stderr)
     if args.json:

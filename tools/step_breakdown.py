@@ -38,18 +38,27 @@ def matmul_breakdown(lean, threads: int) -> dict[str, float]:
     import torch
 
     torch.set_num_threads(threads)
-    inputs = {n: torch.randn(1, n).to(torch.bfloat16) for n in (lean.hidden[0], lean.intermediate, lean.heads * lean.head_dim)}
+    inputs = {
+        n: torch.randn(1, n).to(torch.bfloat16)
+        for n in (lean.hidden[0], lean.intermediate, lean.heads * lean.head_dim)
+    }
     base = low_rank = 0.0
-    for layer in lean.layers[0][1:3] + lean.layers[0][4:]:       # qkv, o, gate_up, down of one block
+    for layer in lean.layers[0][1:3] + lean.layers[0][4:]:  # qkv, o, gate_up, down of one block
         x = inputs[layer.in_features]
-        base += per_call_us(lambda x=x, layer=layer: torch._weight_int4pack_mm_for_cpu(x, layer.packed, 32,
-                                                                                        layer.scales_offsets))
+        base += per_call_us(
+            lambda x=x, layer=layer: torch._weight_int4pack_mm_for_cpu(
+                x, layer.packed, 32, layer.scales_offsets
+            )
+        )
         if layer.down is not None:
             low_rank += per_call_us(lambda x=x, layer=layer: layer.up.rows(layer.down.rows(x)))
     head = per_call_us(lambda: lean.head.rows(inputs[lean.hidden[0]]), calls=50)
     blocks = len(lean.layers)
-    return {"4-bit blocks": base * blocks / 1e3, "adapter low-rank terms": low_rank * blocks / 1e3,
-            "8-bit head": head / 1e3}
+    return {
+        "4-bit blocks": base * blocks / 1e3,
+        "adapter low-rank terms": low_rank * blocks / 1e3,
+        "8-bit head": head / 1e3,
+    }
 
 
 def compiled_step(lean):
@@ -70,16 +79,23 @@ def compiled_step(lean):
         cos = lean.cos[positions].to(torch.bfloat16)[:, None]
         sin = lean.signed_sin[positions].to(torch.bfloat16)[:, None]
         x = lean.embeddings[tokens]
-        for i, (input_norm, qkv_proj, o_proj, post_norm, gate_up_proj, down_proj) in enumerate(lean.layers):
+        for i, (input_norm, qkv_proj, o_proj, post_norm, gate_up_proj, down_proj) in enumerate(
+            lean.layers
+        ):
             qkv = rows(qkv_proj, norm(x, input_norm))
             qk = qkv[:, : (h + hkv) * d].view(n, h + hkv, d)
             qk = qk * cos + qk.roll(lean.half, -1) * sin
             k[i, 0].index_copy_(1, positions, qk[:, h:].transpose(0, 1))
-            v[i, 0].index_copy_(1, positions, qkv[:, (h + hkv) * d:].view(n, hkv, d).transpose(0, 1))
+            v[i, 0].index_copy_(
+                1, positions, qkv[:, (h + hkv) * d :].view(n, hkv, d).transpose(0, 1)
+            )
             queries = qk[:, :h].reshape(n, hkv, h // hkv, d)
-            attended = F.scaled_dot_product_attention(queries, k[i, :, :, :span].expand(n, -1, -1, -1),
-                                                      v[i, :, :, :span].expand(n, -1, -1, -1),
-                                                      attn_mask=mask.reshape(n, 1, 1, -1))
+            attended = F.scaled_dot_product_attention(
+                queries,
+                k[i, :, :, :span].expand(n, -1, -1, -1),
+                v[i, :, :, :span].expand(n, -1, -1, -1),
+                attn_mask=mask.reshape(n, 1, 1, -1),
+            )
             x = x + rows(o_proj, attended.reshape(n, h * d))
             gate_up = rows(gate_up_proj, norm(x, post_norm))
             x = x + rows(down_proj, F.silu(gate_up[:, :inner]) * gate_up[:, inner:])
@@ -90,7 +106,9 @@ def compiled_step(lean):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compile", action="store_true", help="also time the step compiled by torch.compile")
+    parser.add_argument(
+        "--compile", action="store_true", help="also time the step compiled by torch.compile"
+    )
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
@@ -110,7 +128,9 @@ def main() -> None:
         token = model(prompt, cache).logits[0, -1].argmax().reshape(1, 1)
         cache.commit(prompt.shape[1])
         step_ms = per_call_us(lambda: lean(token, cache), calls=100) / 1e3
-        print(f"lean int4 step: {step_ms:.2f} ms ({1e3 / step_ms:.1f} steps/s), {args.threads} threads")
+        print(
+            f"lean int4 step: {step_ms:.2f} ms ({1e3 / step_ms:.1f} steps/s), {args.threads} threads"
+        )
         for threads in (args.threads, 1):
             parts = matmul_breakdown(lean, threads)
             shown = ", ".join(f"{name} {ms:.2f} ms" for name, ms in parts.items())
@@ -125,21 +145,38 @@ def report_compiled(lean, cache, token, eager_ms: float, aligned_mask) -> None:
 
     step = compiled_step(lean)
     pos = cache.length
-    one = (token.reshape(1), torch.tensor([pos]), cache.k, cache.v, aligned_mask(None, pos, 1, "cpu"))
+    one = (
+        token.reshape(1),
+        torch.tensor([pos]),
+        cache.k,
+        cache.v,
+        aligned_mask(None, pos, 1, "cpu"),
+    )
     reference = lean(token, cache).logits[0]
     compiled = torch.compile(step, dynamic=True)
     started = time.perf_counter()
     logits = compiled(*one)
-    print(f"torch.compile: first call {time.perf_counter() - started:.1f} s; logits equal eager: "
-          f"{torch.equal(logits, reference)} (largest difference {(logits.float() - reference.float()).abs().max():.3g})")
+    print(
+        f"torch.compile: first call {time.perf_counter() - started:.1f} s; logits equal eager: "
+        f"{torch.equal(logits, reference)} (largest difference {(logits.float() - reference.float()).abs().max():.3g})"
+    )
     compiled_ms = per_call_us(lambda: compiled(*one), calls=50) / 1e3
-    print(f"  compiled step {compiled_ms:.2f} ms vs eager {eager_ms:.2f} ms ({eager_ms / compiled_ms:.2f}x)")
-    four = (torch.cat([token.reshape(1), torch.tensor([5, 6, 7])]), torch.arange(pos, pos + 4), cache.k, cache.v,
-            aligned_mask(None, pos, 4, "cpu"))
+    print(
+        f"  compiled step {compiled_ms:.2f} ms vs eager {eager_ms:.2f} ms ({eager_ms / compiled_ms:.2f}x)"
+    )
+    four = (
+        torch.cat([token.reshape(1), torch.tensor([5, 6, 7])]),
+        torch.arange(pos, pos + 4),
+        cache.k,
+        cache.v,
+        aligned_mask(None, pos, 4, "cpu"),
+    )
     started = time.perf_counter()
     rows = compiled(*four)
-    print(f"  4-token pass: first call {time.perf_counter() - started:.1f} s; its row 0 equals the 1-token pass: "
-          f"{torch.equal(rows[0], logits[0])}")
+    print(
+        f"  4-token pass: first call {time.perf_counter() - started:.1f} s; its row 0 equals the 1-token pass: "
+        f"{torch.equal(rows[0], logits[0])}"
+    )
 
 
 if __name__ == "__main__":

@@ -22,9 +22,12 @@ from ..decode.autoregressive import prefill
 from ..decode.stats import DecodeStats
 from .runs import RunSpec, Sample
 
-ENTROPY_METHOD = ("plain target forward over each distinct output (the verify logits are not exposed); "
-                  "a round's entropy is the entropy at its root (the distribution of its first new token); "
-                  "quartile edges from every generated position of the none run")
+ENTROPY_METHOD = (
+    "plain target forward over each distinct output (the verify logits are not exposed); "
+    "a round's entropy is the entropy at its root (the distribution of its first new token); "
+    "quartile edges from every generated position of the none run"
+)
+
 
 # ---- harness ---------------------------------------------------------------------------------------
 def harness_summary(stats: Sequence[DecodeStats]) -> dict:
@@ -36,22 +39,36 @@ def harness_summary(stats: Sequence[DecodeStats]) -> dict:
     if not rounds:
         return {"rounds": 0, "plain_steps": plain}
     mean = lambda key: round(sum(r[key] for r in rounds) / len(rounds), 3)  # noqa: E731
-    return {"rounds": len(rounds), "plain_steps": plain, "mean_nodes": mean("nodes"), "mean_depth": mean("depth"),
-            "max_nodes": max(r["nodes"] for r in rounds), "plain_rounds": sum(r["nodes"] == 0 for r in rounds),
-            "predicted_accepted": mean("predicted_accepted"), "accepted": mean("accepted"),
-            "predicted_s": mean("predicted_s"), "seconds": mean("seconds")}
+    return {
+        "rounds": len(rounds),
+        "plain_steps": plain,
+        "mean_nodes": mean("nodes"),
+        "mean_depth": mean("depth"),
+        "max_nodes": max(r["nodes"] for r in rounds),
+        "plain_rounds": sum(r["nodes"] == 0 for r in rounds),
+        "predicted_accepted": mean("predicted_accepted"),
+        "accepted": mean("accepted"),
+        "predicted_s": mean("predicted_s"),
+        "seconds": mean("seconds"),
+    }
 
 
 # ---- entropy -------------------------------------------------------------------------------------
 @torch.inference_mode()
-def next_token_logits(model, prompt_ids: Sequence[int], outputs: Sequence[Sequence[int]]) -> Iterator[torch.Tensor]:
+def next_token_logits(
+    model, prompt_ids: Sequence[int], outputs: Sequence[Sequence[int]]
+) -> Iterator[torch.Tensor]:
     """Per output sequence, logits [n+1, V]: row g is the target's plain prediction of generated
     token g (row n: what follows the output). The prompt is prefilled once for all sequences."""
     cache = model.new_cache(len(prompt_ids) + max((len(o) for o in outputs), default=0) + 1)
-    first = prefill(model, prompt_ids, cache).logits[0, -1:]                     # [1, V]
-    for tokens in outputs:   # never committed: every sequence continues the same prompt
-        rest = model(torch.tensor([list(tokens)], device=cache.k.device), cache).logits[0] if tokens else first[:0]
-        yield torch.cat([first, rest])                                           # [n+1, V]
+    first = prefill(model, prompt_ids, cache).logits[0, -1:]  # [1, V]
+    for tokens in outputs:  # never committed: every sequence continues the same prompt
+        rest = (
+            model(torch.tensor([list(tokens)], device=cache.k.device), cache).logits[0]
+            if tokens
+            else first[:0]
+        )
+        yield torch.cat([first, rest])  # [n+1, V]
 
 
 def entropy(logits: torch.Tensor) -> list[float]:
@@ -60,7 +77,9 @@ def entropy(logits: torch.Tensor) -> list[float]:
     return (-(logp.exp() * logp).sum(-1)).tolist()
 
 
-def next_token_entropies(model, prompt_ids: Sequence[int], outputs: Sequence[Sequence[int]]) -> list[list[float]]:
+def next_token_entropies(
+    model, prompt_ids: Sequence[int], outputs: Sequence[Sequence[int]]
+) -> list[list[float]]:
     """Per output sequence: the entropy of each row of ``next_token_logits``."""
     return [entropy(logits) for logits in next_token_logits(model, prompt_ids, outputs)]
 
@@ -107,16 +126,23 @@ def hit_rates(stats: Sequence[DecodeStats]) -> tuple[list[float | None], list[fl
     conditional[d]: rounds that accepted position d / rounds that accepted d-1 (all rounds for d=1).
     """
     depth = max((len(s.depth_attempts) for s in stats), default=0)
-    attempts = [sum(s.depth_attempts[d] for s in stats if d < len(s.depth_attempts)) for d in range(depth)]
-    accepts = [sum(s.depth_accepts[d] for s in stats if d < len(s.depth_accepts)) for d in range(depth)]
+    attempts = [
+        sum(s.depth_attempts[d] for s in stats if d < len(s.depth_attempts)) for d in range(depth)
+    ]
+    accepts = [
+        sum(s.depth_accepts[d] for s in stats if d < len(s.depth_accepts)) for d in range(depth)
+    ]
     rounds = sum(len(s.accepted_lengths) for s in stats)
     hit = [_ratio(a, n) for a, n in zip(accepts, attempts)]
     conditional = [_ratio(a, prev) for a, prev in zip(accepts, [rounds] + accepts[:-1])]
     return hit, conditional
 
 
-def tau_by_quartile(stats: Sequence[DecodeStats], entropies: Sequence[Sequence[float]],
-                    edges: Sequence[float] | None) -> list[dict]:
+def tau_by_quartile(
+    stats: Sequence[DecodeStats],
+    entropies: Sequence[Sequence[float]],
+    edges: Sequence[float] | None,
+) -> list[dict]:
     """tau and round count per entropy quartile; rounds whose root lies past the output are skipped."""
     buckets: list[list[int]] = [[], [], [], []]
     if edges is not None:
@@ -156,11 +182,14 @@ def decode_speed_summary(samples: Sequence[Sample]) -> dict | None:
 def timing_summary(samples: Sequence[Sample], reference_tps: float | None) -> dict:
     tps = _per_prompt_tps(samples)
     overall = tokens_per_second(samples)
-    return {"new_tokens": sum(len(s.tokens) for s in samples),
-            "tokens_per_s": _spread(tps), "latency_s": _spread([s.latency_s for s in samples]),
-            "throughput_tokens_per_s": overall,
-            "speedup": _ratio(overall, reference_tps) if reference_tps else None,
-            "per_prompt": [{"latency_s": s.latency_s, "new_tokens": len(s.tokens)} for s in samples]}
+    return {
+        "new_tokens": sum(len(s.tokens) for s in samples),
+        "tokens_per_s": _spread(tps),
+        "latency_s": _spread([s.latency_s for s in samples]),
+        "throughput_tokens_per_s": overall,
+        "speedup": _ratio(overall, reference_tps) if reference_tps else None,
+        "per_prompt": [{"latency_s": s.latency_s, "new_tokens": len(s.tokens)} for s in samples],
+    }
 
 
 def lossless_check(samples: Sequence[Sample], reference: Sequence[Sample], greedy: bool) -> dict:
@@ -176,27 +205,49 @@ def summarize_run(run: RunSpec, samples, reference, prompts, entropies, edges, c
     rounds = [a for s in stats for a in s.accepted_lengths]
     tasks = sorted({p.task for p in prompts})
     hit, conditional = hit_rates(stats) if run.mode != "none" else ([], [])
-    out = {"mode": run.mode, "budget": run.budget,
-           "tree": None if run.tree is None else {"budget": run.tree.budget, "max_depth": run.tree.max_depth,
-                                                  "top_k": run.tree.top_k},
-           **timing_summary(samples, tokens_per_second(reference)),
-           "prefill_s": _spread([s.prefill_s for s in stats]),
-           "decode_tokens_per_s": _spread([v for v in map(decode_tokens_per_second, samples) if v is not None]),
-           "draft_s": sum(s.draft_s for s in stats), "verify_s": sum(s.verify_s for s in stats),
-           "target_forwards": sum(s.target_forwards for s in stats), "rounds": len(rounds),
-           **lossless_check(samples, reference, config.temperature == 0)}
-    out["tokens_per_s_by_task"] = {t: _spread(_per_prompt_tps([s for s, p in zip(samples, prompts) if p.task == t]))
-                                   ["median"] for t in tasks}
+    out = {
+        "mode": run.mode,
+        "budget": run.budget,
+        "tree": None
+        if run.tree is None
+        else {"budget": run.tree.budget, "max_depth": run.tree.max_depth, "top_k": run.tree.top_k},
+        **timing_summary(samples, tokens_per_second(reference)),
+        "prefill_s": _spread([s.prefill_s for s in stats]),
+        "decode_tokens_per_s": _spread(
+            [v for v in map(decode_tokens_per_second, samples) if v is not None]
+        ),
+        "draft_s": sum(s.draft_s for s in stats),
+        "verify_s": sum(s.verify_s for s in stats),
+        "target_forwards": sum(s.target_forwards for s in stats),
+        "rounds": len(rounds),
+        **lossless_check(samples, reference, config.temperature == 0),
+    }
+    out["tokens_per_s_by_task"] = {
+        t: _spread(_per_prompt_tps([s for s, p in zip(samples, prompts) if p.task == t]))["median"]
+        for t in tasks
+    }
     for entry, s in zip(out["per_prompt"], stats):
         entry["tau"] = 1.0 if run.mode == "none" else tau_of(s.accepted_lengths)
     if run.mode == "none":
-        out.update(tau=1.0, tau_by_task={t: 1.0 for t in tasks}, hit_rate=[], conditional_hit_rate=[],
-                   tau_by_entropy_quartile=[])
+        out.update(
+            tau=1.0,
+            tau_by_task={t: 1.0 for t in tasks},
+            hit_rate=[],
+            conditional_hit_rate=[],
+            tau_by_entropy_quartile=[],
+        )
         return out
-    by_task = {t: tau_of([a for s, p in zip(stats, prompts) if p.task == t for a in s.accepted_lengths])
-               for t in tasks}
-    out.update(tau=tau_of(rounds), tau_by_task=by_task, hit_rate=hit, conditional_hit_rate=conditional,
-               tau_by_entropy_quartile=tau_by_quartile(stats, entropies, edges))
+    by_task = {
+        t: tau_of([a for s, p in zip(stats, prompts) if p.task == t for a in s.accepted_lengths])
+        for t in tasks
+    }
+    out.update(
+        tau=tau_of(rounds),
+        tau_by_task=by_task,
+        hit_rate=hit,
+        conditional_hit_rate=conditional,
+        tau_by_entropy_quartile=tau_by_quartile(stats, entropies, edges),
+    )
     if run.mode == "harness":
         out["harness"] = harness_summary(stats)
     return out
@@ -210,11 +261,18 @@ def compare_tree_chain(runs: dict[str, dict], budgets: Sequence[int]) -> list[di
         if chain is None or tree is None:
             continue
         gain = _ratio(tree["tau"], chain["tau"]) if tree["tau"] and chain["tau"] else None
-        rows.append({"budget": b, "chain_tau": chain["tau"], "tree_tau": tree["tau"],
-                     "tree_tau_gain": None if gain is None else gain - 1.0,
-                     "chain_speedup": chain["speedup"], "tree_speedup": tree["speedup"],
-                     "chain_first_hit": (chain["hit_rate"] or [None])[0],
-                     "tree_first_hit": (tree["hit_rate"] or [None])[0]})
+        rows.append(
+            {
+                "budget": b,
+                "chain_tau": chain["tau"],
+                "tree_tau": tree["tau"],
+                "tree_tau_gain": None if gain is None else gain - 1.0,
+                "chain_speedup": chain["speedup"],
+                "tree_speedup": tree["speedup"],
+                "chain_first_hit": (chain["hit_rate"] or [None])[0],
+                "tree_first_hit": (tree["hit_rate"] or [None])[0],
+            }
+        )
     return rows
 
 
@@ -224,8 +282,11 @@ def budget_scaling(runs: dict[str, dict]) -> dict[str, list[dict]]:
     for run in runs.values():
         if run["budget"] is not None:
             out.setdefault(run["mode"], []).append(
-                {"budget": run["budget"], "tau": run["tau"], "speedup": run["speedup"],
-                 "tokens_per_s": run["tokens_per_s"]["median"]})
+                {
+                    "budget": run["budget"],
+                    "tau": run["tau"],
+                    "speedup": run["speedup"],
+                    "tokens_per_s": run["tokens_per_s"]["median"],
+                }
+            )
     return {mode: sorted(rows, key=lambda r: r["budget"]) for mode, rows in out.items()}
-
-

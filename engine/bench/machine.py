@@ -25,17 +25,26 @@ def machine_info(model) -> dict:
     from ..runtime.device import cpu_has_fast_bf16
 
     device = model.lm_head.weight.device
-    info = {"cpu_model": cpu_name(), "cpu_count": os.cpu_count(), "torch_version": torch.__version__,
-            "torch_threads": torch.get_num_threads(), "dtype": model.precision,
-            "device": str(device), "fast_bf16": cpu_has_fast_bf16(), "python": platform.python_version(),
-            "platform": platform.platform()}
+    info = {
+        "cpu_model": cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "torch_version": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "dtype": model.precision,
+        "device": str(device),
+        "fast_bf16": cpu_has_fast_bf16(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     # CUDA graphs (engine.runtime.cuda_graphs): capture cost, captured buckets, replays; None when off
     graphs = cuda_graphs_of(model)
     info["cuda_graphs"] = graphs.summary() if graphs is not None else None
-    kernels = {getattr(layer.self_attn, "kernel", None) for layer in model.layers}   # KernelAttention's
-    info["attention"] = "sdpa" if kernels == {None} else "flashinfer"     # engine.runtime.tree_attention
+    kernels = {
+        getattr(layer.self_attn, "kernel", None) for layer in model.layers
+    }  # KernelAttention's
+    info["attention"] = (
+        "sdpa" if kernels == {None} else "flashinfer"
+    )  # engine.runtime.tree_attention
     return info
-
-

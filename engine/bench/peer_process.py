@@ -23,8 +23,8 @@ from ..decode.sampling import SamplingParams
 from .peers import Peer, PeerSpec, PeerUnavailable, check_available, make_peer
 from .sample import Sample
 
-LOAD_TIMEOUT_S = 900.0      # loading a model in the child (a cold transformers import included)
-DECODE_TIMEOUT_S = 900.0    # one decode
+LOAD_TIMEOUT_S = 900.0  # loading a model in the child (a cold transformers import included)
+DECODE_TIMEOUT_S = 900.0  # one decode
 
 
 class PeerCrashed(RuntimeError):
@@ -35,13 +35,22 @@ class PeerProcess:
     """A peer living in a child process; ``decode`` returns the child's timed ``Sample``.
     ``note``: how it had to be set up, when not as asked (None: as asked)."""
 
-    def __init__(self, spec: PeerSpec, factory: Callable[[PeerSpec], Peer] = make_peer,
-                 load_timeout_s: float = LOAD_TIMEOUT_S, timeout_s: float = DECODE_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        spec: PeerSpec,
+        factory: Callable[[PeerSpec], Peer] = make_peer,
+        load_timeout_s: float = LOAD_TIMEOUT_S,
+        timeout_s: float = DECODE_TIMEOUT_S,
+    ) -> None:
         context = multiprocessing.get_context("spawn")
         self.name, self.crashed, self.timeout_s, self.note = spec.name, None, timeout_s, None
         self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, factory, spec), daemon=True,
-                                        name=f"promptx-peer-{spec.name}")
+        self._process = context.Process(
+            target=_serve,
+            args=(child, factory, spec),
+            daemon=True,
+            name=f"promptx-peer-{spec.name}",
+        )
         self._process.start()
         child.close()
         try:
@@ -108,20 +117,31 @@ def _serve(conn, factory: Callable[[PeerSpec], Peer], spec: PeerSpec) -> None:
     """The child: build the peer, then answer decode requests until told to stop (None)."""
     try:
         peer = factory(spec)
-    except Exception as exc:                 # reported to the parent as the reason it is skipped
-        conn.send(("error", str(exc) if isinstance(exc, PeerUnavailable) else f"{type(exc).__name__}: {exc}"))
+    except Exception as exc:  # reported to the parent as the reason it is skipped
+        conn.send(
+            (
+                "error",
+                str(exc) if isinstance(exc, PeerUnavailable) else f"{type(exc).__name__}: {exc}",
+            )
+        )
         return
     conn.send(("ready", None))
     while (request := conn.recv()) is not None:
         try:
             conn.send(("sample", peer.decode(*request)))
-        except Exception as exc:             # a failing decode: the parent marks the peer crashed
+        except Exception as exc:  # a failing decode: the parent marks the peer crashed
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
             return
 
 
-def make_peers(names: Sequence[str], generator, model_dir, gguf_path=None,
-               factory: Callable[[PeerSpec], Peer] = make_peer, **spec_options) -> tuple[list[PeerProcess], dict]:
+def make_peers(
+    names: Sequence[str],
+    generator,
+    model_dir,
+    gguf_path=None,
+    factory: Callable[[PeerSpec], Peer] = make_peer,
+    **spec_options,
+) -> tuple[list[PeerProcess], dict]:
     """A ``PeerProcess`` per name; unavailable ones are reported as ``{"available": False,
     "skipped": why}`` (``PeerError`` for an unknown name). ``spec_options``: ``PeerSpec.of``'s
     keywords (``ignore_eos``, ``keep_prefix``)."""
@@ -136,8 +156,10 @@ def make_peers(names: Sequence[str], generator, model_dir, gguf_path=None,
     return peers, skipped
 
 
-EXTRA_BUFFERS_NOTE = ("llama.cpp died of {why} with its extra buffer types (AMX, weight repacking) on this machine; "
-                      "it runs without them")
+EXTRA_BUFFERS_NOTE = (
+    "llama.cpp died of {why} with its extra buffer types (AMX, weight repacking) on this machine; "
+    "it runs without them"
+)
 
 
 def _started(spec: PeerSpec, factory: Callable[[PeerSpec], Peer]) -> PeerProcess:

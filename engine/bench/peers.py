@@ -36,8 +36,12 @@ class Peer(ABC):
     """Another implementation decoding the same prompt ids (transformers, llama.cpp, ...)."""
 
     name: str
-    streams: bool     # ``generate`` yields each token as it is decoded (so the prefill can be timed apart)
-    crashed: str | None = None      # in-process peers never report a crash (see engine.bench.peer_process)
+    streams: (
+        bool  # ``generate`` yields each token as it is decoded (so the prefill can be timed apart)
+    )
+    crashed: str | None = (
+        None  # in-process peers never report a crash (see engine.bench.peer_process)
+    )
 
     @abstractmethod
     def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> Iterable[int]:
@@ -51,7 +55,9 @@ class Peer(ABC):
             if first is None:
                 first = time.perf_counter() - started
             tokens.append(token)
-        return Sample(tokens, time.perf_counter() - started, first_token_s=first if self.streams else None)
+        return Sample(
+            tokens, time.perf_counter() - started, first_token_s=first if self.streams else None
+        )
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ class PeerSpec:
     model_dir: str
     gguf_path: str | None
     eos_ids: tuple[int, ...]
-    dtype: str                 # torch dtype name of the engine's model (transformers loads the same)
+    dtype: str  # torch dtype name of the engine's model (transformers loads the same)
     device: str
     threads: int
     context: int
@@ -76,12 +82,31 @@ class PeerSpec:
     extra_buffers: bool = True
 
     @classmethod
-    def of(cls, name: str, generator: Generator, model_dir, gguf_path=None, *, ignore_eos: bool = False,
-           keep_prefix: bool = False, extra_buffers: bool = True) -> "PeerSpec":
+    def of(
+        cls,
+        name: str,
+        generator: Generator,
+        model_dir,
+        gguf_path=None,
+        *,
+        ignore_eos: bool = False,
+        keep_prefix: bool = False,
+        extra_buffers: bool = True,
+    ) -> "PeerSpec":
         model = generator.model
-        return cls(name, str(model_dir), None if gguf_path is None else str(gguf_path), tuple(generator.eos_ids),
-                   str(model.dtype).removeprefix("torch."), str(model.lm_head.weight.device),
-                   torch.get_num_threads(), generator.context_window, ignore_eos, keep_prefix, extra_buffers)
+        return cls(
+            name,
+            str(model_dir),
+            None if gguf_path is None else str(gguf_path),
+            tuple(generator.eos_ids),
+            str(model.dtype).removeprefix("torch."),
+            str(model.lm_head.weight.device),
+            torch.get_num_threads(),
+            generator.context_window,
+            ignore_eos,
+            keep_prefix,
+            extra_buffers,
+        )
 
 
 class TransformersPeer(Peer):
@@ -97,8 +122,10 @@ class TransformersPeer(Peer):
         from transformers import AutoModelForCausalLM
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()   # keep the bench's stderr readable
-        self.model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(device).eval()
+        hf_logging.disable_progress_bar()  # keep the bench's stderr readable
+        self.model = (
+            AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(device).eval()
+        )
         self.eos_ids, self.device = list(eos_ids), device
 
     @torch.inference_mode()
@@ -106,12 +133,21 @@ class TransformersPeer(Peer):
         if params.seed is not None:
             torch.manual_seed(params.seed)
         ids = torch.tensor([list(prompt_ids)], device=self.device)
-        sampling = {"do_sample": True, "temperature": params.temperature, "top_p": 1.0, "top_k": 0} \
-            if not params.greedy else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-        out = self.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=params.max_new_tokens,
-                                  repetition_penalty=params.repetition_penalty, eos_token_id=self.eos_ids,
-                                  pad_token_id=self.eos_ids[0] if self.eos_ids else None, **sampling)
-        return _until_eos(out[0, ids.shape[1]:].tolist(), self.eos_ids)
+        sampling = (
+            {"do_sample": True, "temperature": params.temperature, "top_p": 1.0, "top_k": 0}
+            if not params.greedy
+            else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        )
+        out = self.model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=params.max_new_tokens,
+            repetition_penalty=params.repetition_penalty,
+            eos_token_id=self.eos_ids,
+            pad_token_id=self.eos_ids[0] if self.eos_ids else None,
+            **sampling,
+        )
+        return _until_eos(out[0, ids.shape[1] :].tolist(), self.eos_ids)
 
 
 class LlamaCppPeer(Peer):
@@ -128,26 +164,53 @@ class LlamaCppPeer(Peer):
     name = "llamacpp"
     streams = True
 
-    def __init__(self, gguf_path, eos_ids: Sequence[int], threads: int, context: int, *,
-                 ignore_eos: bool = False, keep_prefix: bool = False, extra_buffers: bool = True) -> None:
+    def __init__(
+        self,
+        gguf_path,
+        eos_ids: Sequence[int],
+        threads: int,
+        context: int,
+        *,
+        ignore_eos: bool = False,
+        keep_prefix: bool = False,
+        extra_buffers: bool = True,
+    ) -> None:
         from llama_cpp import Llama
 
         with _extra_buffer_types(extra_buffers):
             # the prompt's batch on as many threads too (llama-cpp-python's default: every CPU)
-            self.llm = Llama(model_path=str(gguf_path), n_ctx=context, n_threads=threads, n_threads_batch=threads,
-                             verbose=False)
+            self.llm = Llama(
+                model_path=str(gguf_path),
+                n_ctx=context,
+                n_threads=threads,
+                n_threads_batch=threads,
+                verbose=False,
+            )
         self.eos_ids = set() if ignore_eos else set(eos_ids) | {self.llm.token_eos()}
         self.keep_prefix = keep_prefix
-        list(self.generate(self.llm.tokenize(b"A probe of the kernels."), SamplingParams(max_new_tokens=2)))
+        list(
+            self.generate(
+                self.llm.tokenize(b"A probe of the kernels."), SamplingParams(max_new_tokens=2)
+            )
+        )
         self.llm.reset()
 
     def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> Iterator[int]:
-        if params.seed is not None and hasattr(self.llm, "set_seed"):   # older versions: seed at load only
+        if params.seed is not None and hasattr(
+            self.llm, "set_seed"
+        ):  # older versions: seed at load only
             self.llm.set_seed(params.seed)
         if not self.keep_prefix:
-            self.llm.reset()   # no prefix reuse across prompts: the engine's bench runs have none either
-        stream = self.llm.generate(list(prompt_ids), top_k=0 if not params.greedy else 1, top_p=1.0, min_p=0.0,
-                                   temp=params.temperature, repeat_penalty=params.repetition_penalty, reset=True)
+            self.llm.reset()  # no prefix reuse across prompts: the engine's bench runs have none either
+        stream = self.llm.generate(
+            list(prompt_ids),
+            top_k=0 if not params.greedy else 1,
+            top_p=1.0,
+            min_p=0.0,
+            temp=params.temperature,
+            repeat_penalty=params.repetition_penalty,
+            reset=True,
+        )
         for count, token in enumerate(stream, start=1):
             if token in self.eos_ids:
                 return
@@ -171,6 +234,7 @@ def _extra_buffer_types(enabled: bool) -> Iterator[None]:
         params = default()
         params.use_extra_bufts = False
         return params
+
     api.llama_model_default_params = without
     try:
         yield
@@ -214,7 +278,9 @@ def check_available(spec: PeerSpec) -> None:
         raise PeerUnavailable("transformers is not installed")
     if spec.name == "llamacpp":
         if importlib.util.find_spec("llama_cpp") is None:
-            raise PeerUnavailable("llama-cpp-python is not installed (pip install llama-cpp-python)")
+            raise PeerUnavailable(
+                "llama-cpp-python is not installed (pip install llama-cpp-python)"
+            )
         if spec.gguf_path is None:
             raise PeerUnavailable("no GGUF file for this model")
 
@@ -227,14 +293,25 @@ def make_peer(spec: PeerSpec) -> Peer:
         try:
             return PrecisionPeer(spec.name, spec.model_dir, spec.device)
         except (OSError, ValueError, RuntimeError) as exc:
-            raise PeerUnavailable(f"promptx cannot load {spec.model_dir} in {spec.name} precision: {exc}") from None
+            raise PeerUnavailable(
+                f"promptx cannot load {spec.model_dir} in {spec.name} precision: {exc}"
+            ) from None
     if spec.name == "transformers":
         try:
-            return TransformersPeer(spec.model_dir, getattr(torch, spec.dtype), spec.eos_ids, spec.device)
+            return TransformersPeer(
+                spec.model_dir, getattr(torch, spec.dtype), spec.eos_ids, spec.device
+            )
         except (OSError, ValueError, ImportError) as exc:
             raise PeerUnavailable(f"transformers cannot load {spec.model_dir}: {exc}") from None
     try:
-        return LlamaCppPeer(spec.gguf_path, spec.eos_ids, spec.threads, spec.context, ignore_eos=spec.ignore_eos,
-                            keep_prefix=spec.keep_prefix, extra_buffers=spec.extra_buffers)
+        return LlamaCppPeer(
+            spec.gguf_path,
+            spec.eos_ids,
+            spec.threads,
+            spec.context,
+            ignore_eos=spec.ignore_eos,
+            keep_prefix=spec.keep_prefix,
+            extra_buffers=spec.extra_buffers,
+        )
     except (OSError, ValueError, RuntimeError) as exc:
         raise PeerUnavailable(f"llama.cpp cannot load {spec.gguf_path}: {exc}") from None

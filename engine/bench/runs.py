@@ -23,9 +23,11 @@ from .sample import Sample
 
 SCHEMA_VERSION = 1
 MODES = ("none", "chain", "tree", "harness")
-CONCURRENCY_NOTE = ("at concurrency C > 1 every run decodes C prompts per batched pass and a group's wall time "
-                    "is split evenly over its prompts (tokens/s = batch throughput); peers decode one prompt "
-                    "at a time")
+CONCURRENCY_NOTE = (
+    "at concurrency C > 1 every run decodes C prompts per batched pass and a group's wall time "
+    "is split evenly over its prompts (tokens/s = batch throughput); peers decode one prompt "
+    "at a time"
+)
 MAX_CONCURRENCY = 64
 
 
@@ -57,7 +59,9 @@ class BenchConfig:
 
     def __post_init__(self) -> None:
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:
-            raise BenchError(f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {self.concurrency}")
+            raise BenchError(
+                f"concurrency must be between 1 and {MAX_CONCURRENCY}, not {self.concurrency}"
+            )
         unknown = [m for m in self.modes if m not in MODES]
         if unknown:
             raise BenchError(f"unknown mode(s) {', '.join(unknown)}; use {', '.join(MODES)}")
@@ -67,8 +71,12 @@ class BenchConfig:
             raise BenchError("max_new_tokens must be >= 1")
 
     def params(self, max_new_tokens: int | None = None) -> SamplingParams:
-        return SamplingParams(temperature=self.temperature, repetition_penalty=self.repetition_penalty,
-                              max_new_tokens=max_new_tokens or self.max_new_tokens, seed=self.seed)
+        return SamplingParams(
+            temperature=self.temperature,
+            repetition_penalty=self.repetition_penalty,
+            max_new_tokens=max_new_tokens or self.max_new_tokens,
+            seed=self.seed,
+        )
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,7 @@ class RunSpec:
     mode: str
     budget: int | None = None
     tree: TreeConfig | None = None
-    planner: object | None = None         # the ``Harness`` of a ``harness`` run
+    planner: object | None = None  # the ``Harness`` of a ``harness`` run
 
 
 def build_runs(config: BenchConfig) -> list[RunSpec]:
@@ -89,7 +97,9 @@ def build_runs(config: BenchConfig) -> list[RunSpec]:
         if "chain" in config.modes:
             runs.append(RunSpec(f"chain@{budget}", "chain", budget, TreeConfig.chain(budget)))
         if "tree" in config.modes:
-            tree = TreeConfig(budget, min(config.tree_max_depth, budget), min(config.tree_top_k, budget))
+            tree = TreeConfig(
+                budget, min(config.tree_max_depth, budget), min(config.tree_top_k, budget)
+            )
             runs.append(RunSpec(f"tree@{budget}", "tree", budget, tree))
     if "harness" in config.modes:
         runs.append(RunSpec("harness", "harness"))
@@ -98,15 +108,20 @@ def build_runs(config: BenchConfig) -> list[RunSpec]:
 
 def random_drafter(model, seed: int | None = 0) -> Drafter:
     """An untrained drafter for ``model`` (its tau is meaningless; it exercises the code paths)."""
-    with torch.random.fork_rng(devices=[]):   # leave the caller's random state alone
+    with torch.random.fork_rng(devices=[]):  # leave the caller's random state alone
         torch.manual_seed(0 if seed is None else seed)
         drafter = Drafter(DrafterConfig.for_target(model.config), dtype=model.dtype)
     return drafter.to(model.lm_head.weight.device).attach(model).eval()
 
 
 # ---- decoding ------------------------------------------------------------------------------------
-def decode_run(generator: Generator, drafter: Drafter | None, run: RunSpec, prompt_ids: Sequence[int],
-               params: SamplingParams) -> Sample:
+def decode_run(
+    generator: Generator,
+    drafter: Drafter | None,
+    run: RunSpec,
+    prompt_ids: Sequence[int],
+    params: SamplingParams,
+) -> Sample:
     """Decode one prompt with one run, timed end to end (prefill included)."""
     stats, stop, model = DecodeStats(), generator.stop_checker(params), generator.model
     started = time.perf_counter()
@@ -120,7 +135,9 @@ def decode_run(generator: Generator, drafter: Drafter | None, run: RunSpec, prom
 
             chunks = decode_harness(model, drafter, prompt_ids, params, stop, stats, run.planner)
         else:
-            chunks = decode_speculative(model, drafter, prompt_ids, params, stop, stats, FixedTree(run.tree))
+            chunks = decode_speculative(
+                model, drafter, prompt_ids, params, stop, stats, FixedTree(run.tree)
+            )
         tokens = [t for chunk in chunks for t in chunk]
     return Sample(tokens, time.perf_counter() - started, stats)
 
@@ -133,7 +150,7 @@ def with_harness(run: RunSpec, model, drafter, say: Callable[[str], None]) -> Ru
 
     say("loading the cost table (a quick calibration when none is stored)")
     harness = Harness.for_model(model, drafter)
-    harness.costs                      # now, not inside the first timed decode  # noqa: B018
+    harness.costs  # now, not inside the first timed decode  # noqa: B018
     return replace(run, planner=harness)
 
 
@@ -144,7 +161,6 @@ def warm_up(generator, drafter, runs, peers, prompt: BenchPrompt, config: BenchC
         decode_run(generator, drafter, run, ids, params)
     for peer in peers:
         peer.decode(ids, params)
-
 
 
 def rotated(items: list, shift: int) -> list:

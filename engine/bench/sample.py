@@ -16,4 +16,4 @@ class Sample:
     tokens: list[int]
     latency_s: float
     stats: DecodeStats | None = None
-    first_token_s: float | None = None    # a streaming peer's time to its first token (prefill)
+    first_token_s: float | None = None  # a streaming peer's time to its first token (prefill)

@@ -28,9 +28,16 @@ def prefill(model: Transformer, prompt_ids: Sequence[int], cache, *, taps: bool 
     return out
 
 
-def decode_autoregressive(model: Transformer, prompt_ids: Sequence[int], params: SamplingParams,
-                          stop: StopChecker, stats: DecodeStats | None = None, *,
-                          prefixes: PrefixCache | None = None, prefix_len: int = 0) -> Iterator[int]:
+def decode_autoregressive(
+    model: Transformer,
+    prompt_ids: Sequence[int],
+    params: SamplingParams,
+    stop: StopChecker,
+    stats: DecodeStats | None = None,
+    *,
+    prefixes: PrefixCache | None = None,
+    prefix_len: int = 0,
+) -> Iterator[int]:
     """Yield generated tokens. With ``prefixes``, the prompt's first ``prefix_len`` tokens are
     prefilled separately and their KV reused across calls (``engine.decode.prefix_cache``)."""
     stats = stats if stats is not None else DecodeStats()

@@ -35,8 +35,14 @@ def prefix_dir() -> Path:
 class PrefixCache:
     """Prefix KV tensors [L, Hkv, n, D] keyed by model identity and token ids."""
 
-    def __init__(self, identity: str, directory: str | Path | None = None, *,
-                 memory_entries: int = 8, disk_entries: int = 32) -> None:
+    def __init__(
+        self,
+        identity: str,
+        directory: str | Path | None = None,
+        *,
+        memory_entries: int = 8,
+        disk_entries: int = 32,
+    ) -> None:
         self.identity = identity
         self.directory = Path(directory) if directory is not None else None
         self.memory_entries, self.disk_entries = memory_entries, disk_entries
@@ -44,7 +50,9 @@ class PrefixCache:
 
     def key(self, ids: Sequence[int]) -> str:
         # thread count and torch version change how matmuls round: part of the key
-        digest = hashlib.sha256(f"{FORMAT}|{torch.__version__}|{torch.get_num_threads()}|{self.identity}".encode())
+        digest = hashlib.sha256(
+            f"{FORMAT}|{torch.__version__}|{torch.get_num_threads()}|{self.identity}".encode()
+        )
         digest.update(",".join(map(str, ids)).encode())
         return digest.hexdigest()[:32]
 
@@ -81,13 +89,13 @@ class PrefixCache:
             tensors = load_file(str(path))
             k, v = tensors["k"], tensors["v"]
         except (SafetensorError, OSError, KeyError):
-            return None          # a damaged or vanished file is a miss; the next save replaces it
+            return None  # a damaged or vanished file is a miss; the next save replaces it
         if k.shape != v.shape or k.ndim != 4 or k.shape[2] != length:
             return None
         try:
-            os.utime(path)       # recently used: evicted last
+            os.utime(path)  # recently used: evicted last
         except OSError:
-            pass                 # read-only or shared cache: eviction order only
+            pass  # read-only or shared cache: eviction order only
         return k, v
 
     def _write(self, key: str, entry) -> None:
@@ -106,7 +114,7 @@ class PrefixCache:
             tmp = None
             evict_oldest(self.directory, self.disk_entries)
         except (OSError, SafetensorError):
-            pass                 # a read-only or full cache disk only costs speed
+            pass  # a read-only or full cache disk only costs speed
         finally:
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)

@@ -39,7 +39,9 @@ class TokenMask:
         """``logits`` [V] with the banned ids set to -inf (a new tensor)."""
         index = self._tensors.get(logits.device)
         if index is None:
-            index = self._tensors[logits.device] = torch.tensor(self.ids, dtype=torch.long, device=logits.device)
+            index = self._tensors[logits.device] = torch.tensor(
+                self.ids, dtype=torch.long, device=logits.device
+            )
         return logits.index_fill(0, index, float("-inf"))
 
 
@@ -73,7 +75,9 @@ class SamplingParams:
         return self.temperature == 0
 
 
-def penalize_repetition(logits: torch.Tensor, history: Sequence[int], penalty: float) -> torch.Tensor:
+def penalize_repetition(
+    logits: torch.Tensor, history: Sequence[int], penalty: float
+) -> torch.Tensor:
     """Return ``logits`` [V] with tokens in ``history`` made less likely (CTRL rule)."""
     if penalty == 1.0 or len(history) == 0:
         return logits
@@ -83,7 +87,9 @@ def penalize_repetition(logits: torch.Tensor, history: Sequence[int], penalty: f
     return logits.index_copy(0, ids, picked)
 
 
-def processed_logits(logits: torch.Tensor, history: Sequence[int], params: SamplingParams) -> torch.Tensor:
+def processed_logits(
+    logits: torch.Tensor, history: Sequence[int], params: SamplingParams
+) -> torch.Tensor:
     """Float32 logits [V] after repetition penalty, banned tokens (and temperature when
     sampling)."""
     out = penalize_repetition(logits.float(), history, params.repetition_penalty)
@@ -115,7 +121,9 @@ def nucleus_size(sorted_probs: torch.Tensor, top_p: float) -> int:
     return max(int(((sorted_probs.cumsum(-1) - sorted_probs) < top_p).sum()), 1)
 
 
-def next_token_distribution(logits: torch.Tensor, history: Sequence[int], params: SamplingParams) -> torch.Tensor:
+def next_token_distribution(
+    logits: torch.Tensor, history: Sequence[int], params: SamplingParams
+) -> torch.Tensor:
     """Probabilities [V] (float32) of the next token when sampling."""
     return _distribution(processed_logits(logits, history, params), params)
 
@@ -150,36 +158,39 @@ CANDIDATES = 256
 CANDIDATE_TIERS = (CANDIDATES, 4096)
 
 
-def _candidate_distribution(logits: torch.Tensor, params: SamplingParams, candidates: int = CANDIDATES):
+def _candidate_distribution(
+    logits: torch.Tensor, params: SamplingParams, candidates: int = CANDIDATES
+):
     """(ids, probabilities) of the top-k / top-p set when it lies within the top ``candidates``
     tokens, else None. Equal to ``next_token_distribution`` restricted to its support."""
     vocab = logits.shape[-1]
     top_k = params.top_k if params.top_k and params.top_k < vocab else 0
-    within = bool(top_k) and top_k <= candidates      # the top-k set itself fits
+    within = bool(top_k) and top_k <= candidates  # the top-k set itself fits
     k = top_k if within else candidates
     if (params.top_p >= 1.0 and not within) or k >= vocab:
         return None
     values, ids = torch.topk(logits, k + 1)
-    after, values, ids = values[k], values[:k], ids[:k]   # ``after``: the best token left out
+    after, values, ids = values[k], values[:k], ids[:k]  # ``after``: the best token left out
     if within:
         if values[-1] == after:
             return None
-        probs = torch.softmax(values, dim=-1)          # top-k first, then top-p on what is left
+        probs = torch.softmax(values, dim=-1)  # top-k first, then top-p on what is left
     else:
         kept = logits if not top_k else logits[logits >= torch.topk(logits, top_k).values[-1]]
         probs = torch.exp(values - torch.logsumexp(kept, dim=-1))
         if float(probs.sum()) < params.top_p:
-            return None                                # the nucleus reaches past the candidates
+            return None  # the nucleus reaches past the candidates
     if params.top_p < 1.0:
         kept = nucleus_size(probs, params.top_p)
         if not within and after == values[kept - 1]:
-            return None                                # the edge's tie group reaches past them
-        probs = probs.masked_fill(values < values[kept - 1], 0.0)    # ties with the last member stay
+            return None  # the edge's tie group reaches past them
+        probs = probs.masked_fill(values < values[kept - 1], 0.0)  # ties with the last member stay
     return ids, probs / probs.sum()
 
 
-def sample_token(logits: torch.Tensor, history: Sequence[int], params: SamplingParams,
-                 generator: torch.Generator) -> int:
+def sample_token(
+    logits: torch.Tensor, history: Sequence[int], params: SamplingParams, generator: torch.Generator
+) -> int:
     """Draw the next token from ``next_token_distribution``; over the top candidates only when
     they hold the whole top-k / top-p set (a 49k-way sort per token costs milliseconds)."""
     processed = processed_logits(logits, history, params)
@@ -191,8 +202,9 @@ def sample_token(logits: torch.Tensor, history: Sequence[int], params: SamplingP
     return sample_from(_distribution(processed, params), generator)
 
 
-def pick_token(logits: torch.Tensor, history: Sequence[int], params: SamplingParams,
-               generator: torch.Generator) -> int:
+def pick_token(
+    logits: torch.Tensor, history: Sequence[int], params: SamplingParams, generator: torch.Generator
+) -> int:
     """One decoding step's choice: greedy or sampled."""
     if params.greedy:
         return greedy_token(logits, history, params)

@@ -40,8 +40,12 @@ class ScoringGroup:
     scored_from: Sequence[int] | None = None
 
 
-def score_continuations(model, prefix: Sequence[int], continuations: Sequence[Sequence[int]],
-                        scored_from: Sequence[int] | None = None) -> list[ContinuationScore]:
+def score_continuations(
+    model,
+    prefix: Sequence[int],
+    continuations: Sequence[Sequence[int]],
+    scored_from: Sequence[int] | None = None,
+) -> list[ContinuationScore]:
     """Each continuation's log-probability after ``prefix`` (which must not be empty)."""
     return score_groups(model, [ScoringGroup(prefix, continuations, scored_from)])[0]
 
@@ -56,11 +60,21 @@ def score_groups(model, groups: Sequence[ScoringGroup]) -> list[list[Continuatio
     at = {r: i for i, r in enumerate(wanted)}
     cache = model.new_cache(capacity=len(tokens) + 1)
     with torch.inference_mode():
-        out = model(torch.tensor([tokens], device=device), cache, positions=positions, mask=mask,
-                    logits_at=torch.tensor(wanted, device=device))
+        out = model(
+            torch.tensor([tokens], device=device),
+            cache,
+            positions=positions,
+            mask=mask,
+            logits_at=torch.tensor(wanted, device=device),
+        )
         logp = torch.log_softmax(out.logits[0].float(), dim=-1)
-    return [[ContinuationScore(sum(float(logp[at[r], t]) for r, t in per_cont), len(per_cont))
-             for per_cont in per_group] for per_group in rows]
+    return [
+        [
+            ContinuationScore(sum(float(logp[at[r], t]) for r, t in per_cont), len(per_cont))
+            for per_cont in per_group
+        ]
+        for per_group in rows
+    ]
 
 
 def _check(group: ScoringGroup) -> None:
@@ -76,8 +90,8 @@ def _packed(groups: Sequence[ScoringGroup], device):
     """The packed tokens, rope positions, mask [T, T] and, per continuation, the (row whose
     logits predict it, token) pairs of its scored tokens."""
     tokens: list[int] = []
-    spans: list[tuple[int, int, int]] = []        # (start, length, first position) of each segment
-    parents: list[int] = []                       # segment index a continuation's prefix is at
+    spans: list[tuple[int, int, int]] = []  # (start, length, first position) of each segment
+    parents: list[int] = []  # segment index a continuation's prefix is at
     rows: list[list[list[tuple[int, int]]]] = []
     for group in groups:
         prefix_at = len(tokens)
@@ -93,8 +107,12 @@ def _packed(groups: Sequence[ScoringGroup], device):
             parents.append(prefix_segment)
             tokens.extend(cont)
             last_prefix_row = prefix_at + len(group.prefix) - 1
-            per_group.append([(last_prefix_row if j == 0 else start + j - 1, cont[j])
-                              for j in range(max(skip, 0), len(cont))])
+            per_group.append(
+                [
+                    (last_prefix_row if j == 0 else start + j - 1, cont[j])
+                    for j in range(max(skip, 0), len(cont))
+                ]
+            )
         rows.append(per_group)
     total = len(tokens)
     mask = torch.zeros(total, total, dtype=torch.bool, device=device)
@@ -105,5 +123,5 @@ def _packed(groups: Sequence[ScoringGroup], device):
         positions[block] = torch.arange(first, first + n, device=device)
         if parent >= 0:
             p_start, p_n, _ = spans[parent]
-            mask[block, p_start: p_start + p_n] = True
+            mask[block, p_start : p_start + p_n] = True
     return tokens, positions, mask, rows

@@ -9,16 +9,16 @@ from dataclasses import asdict, dataclass, field
 class DecodeStats:
     prompt_tokens: int = 0
     new_tokens: int = 0
-    target_forwards: int = 0          # decoding passes of the target after prefill
+    target_forwards: int = 0  # decoding passes of the target after prefill
     prefill_s: float = 0.0
-    decode_s: float = 0.0             # everything after prefill
+    decode_s: float = 0.0  # everything after prefill
     draft_s: float = 0.0
     verify_s: float = 0.0
-    accepted_lengths: list[int] = field(default_factory=list)   # draft tokens accepted per round
-    depth_attempts: list[int] = field(default_factory=list)     # rounds whose tree reached depth d+1
-    depth_accepts: list[int] = field(default_factory=list)      # rounds that accepted depth d+1
+    accepted_lengths: list[int] = field(default_factory=list)  # draft tokens accepted per round
+    depth_attempts: list[int] = field(default_factory=list)  # rounds whose tree reached depth d+1
+    depth_accepts: list[int] = field(default_factory=list)  # rounds that accepted depth d+1
     finish_reason: str | None = None
-    rounds: list[dict] = field(default_factory=list)            # the harness's choices per round
+    rounds: list[dict] = field(default_factory=list)  # the harness's choices per round
 
     @property
     def tau(self) -> float:
@@ -38,10 +38,16 @@ class DecodeStats:
 
     def depth_acceptance(self) -> list[float]:
         """Per depth d: fraction of rounds reaching depth d whose token at d was accepted."""
-        return [a / n if n else 0.0 for a, n in zip(self.depth_accepts + [0] * len(self.depth_attempts),
-                                                      self.depth_attempts)]
+        return [
+            a / n if n else 0.0
+            for a, n in zip(
+                self.depth_accepts + [0] * len(self.depth_attempts), self.depth_attempts
+            )
+        ]
 
     def as_dict(self) -> dict:
         out = asdict(self)
-        out.update(tau=self.tau, tokens_per_s=self.tokens_per_s, depth_acceptance=self.depth_acceptance())
+        out.update(
+            tau=self.tau, tokens_per_s=self.tokens_per_s, depth_acceptance=self.depth_acceptance()
+        )
         return out

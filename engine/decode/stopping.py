@@ -13,9 +13,14 @@ from typing import Callable, Sequence
 
 
 class StopChecker:
-    def __init__(self, eos_ids: Sequence[int], max_new_tokens: int,
-                 stop_strings: Sequence[str] = (), decode: Callable[[list[int]], str] | None = None,
-                 stop_if: Callable[[list[int]], bool] | None = None) -> None:
+    def __init__(
+        self,
+        eos_ids: Sequence[int],
+        max_new_tokens: int,
+        stop_strings: Sequence[str] = (),
+        decode: Callable[[list[int]], str] | None = None,
+        stop_if: Callable[[list[int]], bool] | None = None,
+    ) -> None:
         """``stop_if(tokens)`` is asked after every kept token; True ends generation there
         (finish reason "budget"), e.g. once the text holds more words than a caller keeps."""
         if stop_strings and decode is None:
@@ -58,10 +63,10 @@ class StopChecker:
 
     def _hit_stop_string(self) -> bool:
         # decode only a bounded tail: enough tokens to hold the longest stop string
-        tail = self.decode(self.tokens[-self._tail_chars:])
+        tail = self.decode(self.tokens[-self._tail_chars :])
         return any(s in tail for s in self.stop_strings)
 
     def trim_text(self, text: str) -> str:
         """Cut decoded output before the first stop string."""
         cuts = [text.find(s) for s in self.stop_strings if s in text]
-        return text[:min(cuts)] if cuts else text
+        return text[: min(cuts)] if cuts else text

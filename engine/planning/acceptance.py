@@ -27,16 +27,18 @@ class AcceptanceCalibrator:
             raise ValueError("need bins >= 1 and prior_weight > 0")
         self.bins = bins
         centers = [(i + 0.5) / bins for i in range(bins)]
-        self.tests = [prior_weight] * bins                  # prior + observed tests
+        self.tests = [prior_weight] * bins  # prior + observed tests
         self.accepts = [prior_weight * c for c in centers]  # prior + observed acceptances
-        self.counts = [0] * bins                            # observed tests only
+        self.counts = [0] * bins  # observed tests only
 
     def _bin(self, p: float) -> int:
         return min(max(int(p * self.bins), 0), self.bins - 1)
 
     def rates(self) -> torch.Tensor:
         """[bins] calibrated acceptance per confidence bin."""
-        return torch.tensor([a / t for a, t in zip(self.accepts, self.tests)]).clamp(1e-6, MAX_PROBABILITY)
+        return torch.tensor([a / t for a, t in zip(self.accepts, self.tests)]).clamp(
+            1e-6, MAX_PROBABILITY
+        )
 
     def calibrate(self, confidence: torch.Tensor) -> torch.Tensor:
         """Elementwise: drafter confidence in [0, 1] -> calibrated acceptance probability."""
@@ -54,5 +56,12 @@ class AcceptanceCalibrator:
     def snapshot(self) -> list[dict]:
         """Per bin with observations: confidence range, calibrated rate, number of tests."""
         rates = self.rates().tolist()
-        return [{"confidence": [i / self.bins, (i + 1) / self.bins], "rate": round(rates[i], 4),
-                 "tests": self.counts[i]} for i in range(self.bins) if self.counts[i]]
+        return [
+            {
+                "confidence": [i / self.bins, (i + 1) / self.bins],
+                "rate": round(rates[i], 4),
+                "tests": self.counts[i],
+            }
+            for i in range(self.bins)
+            if self.counts[i]
+        ]

@@ -29,9 +29,16 @@ from .cost_table import CostKey, CostTable, cpu_name
 # both sides of 4 and 8 rows: CPU int4/int8 kernels work in blocks of 4 rows, so a pass of 5 rows
 # costs one block more than 4 (int4 here: 18.0 / 24.6 / 31.4 ms for 1 / 4 / 5; 1..4 is about linear).
 # QUICK_GRID runs at the first speculative decode on a machine: ~1.6x the points of (1, 8, 32)
-FULL_GRID = dict(tokens=(1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 64), contexts=(128, 512, 1024, 2048, 4096), batches=(1, 2, 4, 8),
-            widths=(1, 2, 4, 8, 16, 32, 64), repeats=3)
-QUICK_GRID = dict(tokens=(1, 4, 5, 8, 9, 32), contexts=(256, 1024), batches=(1, 8), widths=(1, 4, 16), repeats=2)
+FULL_GRID = dict(
+    tokens=(1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 64),
+    contexts=(128, 512, 1024, 2048, 4096),
+    batches=(1, 2, 4, 8),
+    widths=(1, 2, 4, 8, 16, 32, 64),
+    repeats=3,
+)
+QUICK_GRID = dict(
+    tokens=(1, 4, 5, 8, 9, 32), contexts=(256, 1024), batches=(1, 8), widths=(1, 4, 16), repeats=2
+)
 DRAFT_CONTEXT = 512
 BRANCHING = 8
 
@@ -49,9 +56,15 @@ def cost_key(model, drafter) -> CostKey:
     shape = f"{c.hidden_size}-{c.draft_vocab_size}-{c.lowrank_rank}-{c.window}"
     drafter_id = hashlib.sha256(shape.encode()).hexdigest()[:6]
     weight = model.embed_tokens.weight
-    device = device_name(weight.device) + ("+cuda-graphs" if cuda_graphs_of(model) is not None else "")
-    return CostKey(device=device, model=f"{target_fingerprint(model)}-{drafter_id}",
-                   dtype=model.precision, threads=torch.get_num_threads())
+    device = device_name(weight.device) + (
+        "+cuda-graphs" if cuda_graphs_of(model) is not None else ""
+    )
+    return CostKey(
+        device=device,
+        model=f"{target_fingerprint(model)}-{drafter_id}",
+        dtype=model.precision,
+        threads=torch.get_num_threads(),
+    )
 
 
 def fastest_seconds(run: Callable[[], object], repeats: int) -> float:
@@ -82,11 +95,15 @@ def verify_latency(model, tokens: int, context: int, batch: int, repeats: int) -
     positions = torch.arange(context, context + tokens, device=device)
     mask = torch.ones(tokens, context + tokens, dtype=torch.bool, device=device)
     mask[:, context:] = torch.ones(tokens, tokens, dtype=torch.bool, device=device).tril()
-    return fastest_seconds(lambda: model(ids, cache, positions=positions, mask=mask, taps=True), repeats)
+    return fastest_seconds(
+        lambda: model(ids, cache, positions=positions, mask=mask, taps=True), repeats
+    )
 
 
 @torch.inference_mode()
-def draft_latency(drafter, width: int, batch: int, repeats: int, context: int = DRAFT_CONTEXT) -> float:
+def draft_latency(
+    drafter, width: int, batch: int, repeats: int, context: int = DRAFT_CONTEXT
+) -> float:
     """One drafter tree step: ``width`` frontier nodes per sequence after ``context`` entries, then top-k."""
     c = drafter.config
     context = max(1, min(context, c.max_position_embeddings - 1))
@@ -100,14 +117,26 @@ def draft_latency(drafter, width: int, batch: int, repeats: int, context: int = 
     key_positions = torch.cat([torch.arange(context, device=device), positions])
 
     def step():
-        out = drafter(hidden, ids, cache, positions=positions, mask=mask, key_positions=key_positions)
+        out = drafter(
+            hidden, ids, cache, positions=positions, mask=mask, key_positions=key_positions
+        )
         return drafter.topk(out, BRANCHING)
+
     return fastest_seconds(step, repeats)
 
 
-def calibrate(model, drafter, *, tokens: Sequence[int] = FULL_GRID["tokens"], contexts: Sequence[int] = FULL_GRID["contexts"],
-              batches: Sequence[int] = FULL_GRID["batches"], widths: Sequence[int] = FULL_GRID["widths"],
-              repeats: int = FULL_GRID["repeats"], quick: bool = False, progress: bool = True) -> CostTable:
+def calibrate(
+    model,
+    drafter,
+    *,
+    tokens: Sequence[int] = FULL_GRID["tokens"],
+    contexts: Sequence[int] = FULL_GRID["contexts"],
+    batches: Sequence[int] = FULL_GRID["batches"],
+    widths: Sequence[int] = FULL_GRID["widths"],
+    repeats: int = FULL_GRID["repeats"],
+    quick: bool = False,
+    progress: bool = True,
+) -> CostTable:
     """Measure every grid point; contexts beyond the model's window are dropped."""
     limit = model.config.max_position_embeddings - max(tokens)
     contexts = sorted({min(c, limit) for c in contexts if c > 0})
@@ -133,10 +162,23 @@ def calibrate(model, drafter, *, tokens: Sequence[int] = FULL_GRID["tokens"], co
             draft.append(row)
     finally:
         bar.close()
-    meta = {"repeats": repeats, "seconds": round(time.perf_counter() - started, 1),
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "torch": torch.__version__}
-    return CostTable(key=cost_key(model, drafter), tokens=list(tokens), contexts=list(contexts),
-                     batches=list(batches), verify=verify, widths=list(widths), draft=draft, quick=quick, meta=meta)
+    meta = {
+        "repeats": repeats,
+        "seconds": round(time.perf_counter() - started, 1),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "torch": torch.__version__,
+    }
+    return CostTable(
+        key=cost_key(model, drafter),
+        tokens=list(tokens),
+        contexts=list(contexts),
+        batches=list(batches),
+        verify=verify,
+        widths=list(widths),
+        draft=draft,
+        quick=quick,
+        meta=meta,
+    )
 
 
 def quick_calibrate(model, drafter, progress: bool = False) -> CostTable:

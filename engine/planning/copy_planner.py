@@ -18,7 +18,7 @@ from ..speculative.tree import DraftTree
 from .cost_table import CostTable
 from .policy import best_copy_length
 
-EVERY_STEP = 1 << 30      # plain steps asked for at once: the whole decode
+EVERY_STEP = 1 << 30  # plain steps asked for at once: the whole decode
 
 
 class CopyPlanner(Planner):
@@ -48,5 +48,7 @@ class CopyPlanner(Planner):
         chain, values = session.propose()
         if not chain:
             return []
-        count = best_copy_length(values, self.scale, lambda n: self.costs.verify_seconds(n, context, 1))
+        count = best_copy_length(
+            values, self.scale, lambda n: self.costs.verify_seconds(n, context, 1)
+        )
         return chain[:count]

@@ -42,8 +42,8 @@ class CostTableMismatch(CostTableError):
 class CostKey:
     """What a cost table is valid for."""
 
-    device: str          # e.g. "cpu:AMD EPYC 7B13" or "cuda:NVIDIA H200"
-    model: str           # target fingerprint
+    device: str  # e.g. "cpu:AMD EPYC 7B13" or "cuda:NVIDIA H200"
+    model: str  # target fingerprint
     dtype: str
     threads: int
 
@@ -64,37 +64,57 @@ class CostTable:
     verify: list[list[list[float]]]
     widths: list[int]
     draft: list[list[float]]
-    quick: bool = False              # made by the automatic quick calibration
+    quick: bool = False  # made by the automatic quick calibration
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("tokens", "contexts", "batches", "widths"):
             grid = getattr(self, name)
             if not grid or any(b <= a for a, b in zip(grid, grid[1:])):
-                raise CostTableError(f"cost table grid '{name}' must be non-empty and increasing, got {grid}")
+                raise CostTableError(
+                    f"cost table grid '{name}' must be non-empty and increasing, got {grid}"
+                )
         shape = (len(self.batches), len(self.contexts), len(self.tokens))
-        if (len(self.verify) != shape[0] or any(len(c) != shape[1] for c in self.verify)
-                or any(len(n) != shape[2] for c in self.verify for n in c)):
+        if (
+            len(self.verify) != shape[0]
+            or any(len(c) != shape[1] for c in self.verify)
+            or any(len(n) != shape[2] for c in self.verify for n in c)
+        ):
             raise CostTableError(f"cost table 'verify' must have shape {shape}")
-        if len(self.draft) != len(self.batches) or any(len(w) != len(self.widths) for w in self.draft):
-            raise CostTableError(f"cost table 'draft' must have shape {(len(self.batches), len(self.widths))}")
+        if len(self.draft) != len(self.batches) or any(
+            len(w) != len(self.widths) for w in self.draft
+        ):
+            raise CostTableError(
+                f"cost table 'draft' must have shape {(len(self.batches), len(self.widths))}"
+            )
         values = [s for b in self.verify for c in b for s in c] + [s for b in self.draft for s in b]
         if not all(isinstance(s, (int, float)) and math.isfinite(s) and s >= 0 for s in values):
-            raise CostTableError("cost table latencies must be finite, non-negative numbers of seconds")
+            raise CostTableError(
+                "cost table latencies must be finite, non-negative numbers of seconds"
+            )
 
     # ---- lookups ----------------------------------------------------------------------------------
     def verify_seconds(self, tokens: int, context: int, batch: int = 1) -> float:
         """Latency of one target pass over ``tokens`` new tokens per sequence after ``context`` cached ones."""
+
         def at_batch(b: int) -> float:
             rows = self.verify[b]
-            return _interp(self.contexts, [_interp(self.tokens, row, tokens) for row in rows], context)
-        return max(_interp(self.batches, [at_batch(b) for b in range(len(self.batches))], batch), 1e-6)
+            return _interp(
+                self.contexts, [_interp(self.tokens, row, tokens) for row in rows], context
+            )
+
+        return max(
+            _interp(self.batches, [at_batch(b) for b in range(len(self.batches))], batch), 1e-6
+        )
 
     def draft_seconds(self, width: int, batch: int = 1) -> float:
         """Latency of one drafter step over a frontier of ``width`` nodes per sequence."""
         if width <= 0:
             return 0.0
-        return max(_interp(self.batches, [_interp(self.widths, row, width) for row in self.draft], batch), 1e-6)
+        return max(
+            _interp(self.batches, [_interp(self.widths, row, width) for row in self.draft], batch),
+            1e-6,
+        )
 
     # ---- files ------------------------------------------------------------------------------------
     def to_json(self) -> dict:
@@ -107,9 +127,15 @@ class CostTable:
         if not isinstance(raw, dict) or raw.get("version") != FORMAT_VERSION:
             raise CostTableError(f"not a version-{FORMAT_VERSION} cost table")
         try:
-            fields = {k: raw[k] for k in ("tokens", "contexts", "batches", "verify", "widths", "draft")}
-            return cls(key=CostKey(**raw["key"]), quick=bool(raw.get("quick", False)),
-                       meta=dict(raw.get("meta") or {}), **fields)
+            fields = {
+                k: raw[k] for k in ("tokens", "contexts", "batches", "verify", "widths", "draft")
+            }
+            return cls(
+                key=CostKey(**raw["key"]),
+                quick=bool(raw.get("quick", False)),
+                meta=dict(raw.get("meta") or {}),
+                **fields,
+            )
         except (KeyError, TypeError) as exc:
             raise CostTableError(f"malformed cost table: {exc}") from exc
 
@@ -131,8 +157,10 @@ class CostTable:
             raise CostTableError(f"cannot read cost table {path}: {exc}") from exc
         table = cls.from_json(raw)
         if expect is not None and table.key != expect:
-            raise CostTableMismatch(f"cost table {path} was measured for {table.key}, not {expect}; "
-                                    "run 'promptx calibrate' again")
+            raise CostTableMismatch(
+                f"cost table {path} was measured for {table.key}, not {expect}; "
+                "run 'promptx calibrate' again"
+            )
         return table
 
 

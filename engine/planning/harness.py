@@ -48,30 +48,36 @@ from .cost_table import CostTable, CostTableError, table_path
 from .policy import best_copy_length, best_verify_count, choose_width
 
 
-SAMPLING_CONTEXT = 256     # context length at which ``Harness.for_sampling`` compares costs
+SAMPLING_CONTEXT = 256  # context length at which ``Harness.for_sampling`` compares costs
 
 
 @dataclass(frozen=True)
 class HarnessConfig:
-    max_nodes: int = 63            # tree nodes verified at most (64 tokens with the root)
+    max_nodes: int = 63  # tree nodes verified at most (64 tokens with the root)
     max_depth: int = 16
-    branching: int = 8             # children drafted per expanded node
-    min_value: float = 1e-3        # nodes predicted less likely than this are not worth a slot
-    child_accept: float = 0.5      # prior for the calibrated acceptance of a best child
-    smoothing: float = 0.1         # weight of a new observation in the running child-acceptance estimate
-    latency_smoothing: float = 0.1  # same for the observed/predicted latency ratios (0: trust the table)
-    max_batch_chain: int = 8       # longest chain a batched round drafts
-    explore_every: int = 16        # batched rounds: a 1-token chain this often even when predicted not to pay
-    plain_run: int = 24            # batch 1: plain steps in the first run once speculating is measured slower
-    max_plain_run: int = 384       # ... doubled after every re-measured round that loses, up to this
-    pace_smoothing: float = 0.3    # weight of a new plain run in the plain seconds-per-token estimate
+    branching: int = 8  # children drafted per expanded node
+    min_value: float = 1e-3  # nodes predicted less likely than this are not worth a slot
+    child_accept: float = 0.5  # prior for the calibrated acceptance of a best child
+    smoothing: float = 0.1  # weight of a new observation in the running child-acceptance estimate
+    latency_smoothing: float = (
+        0.1  # same for the observed/predicted latency ratios (0: trust the table)
+    )
+    max_batch_chain: int = 8  # longest chain a batched round drafts
+    explore_every: int = (
+        16  # batched rounds: a 1-token chain this often even when predicted not to pay
+    )
+    plain_run: int = 24  # batch 1: plain steps in the first run once speculating is measured slower
+    max_plain_run: int = 384  # ... doubled after every re-measured round that loses, up to this
+    pace_smoothing: float = 0.3  # weight of a new plain run in the plain seconds-per-token estimate
     # weight of a new round in speculation's running means (a plain mean over the first rounds): a
     # round emits 1 or 2 tokens by luck, and over ~3 rounds a streak of misses looked slower than
     # plain steps often enough to send a drafter that pays 15% to plain runs half the time
     round_smoothing: float = 0.05
-    pace_margin: float = 0.03      # speculate unless its seconds per token are this much worse
-    measure_rounds: int = 4        # speculative rounds measured together (at first, after each plain run)
-    copy_scale: float = 0.6        # prior observed/predicted acceptance of copy drafts (the fixed one for sampling)
+    pace_margin: float = 0.03  # speculate unless its seconds per token are this much worse
+    measure_rounds: int = 4  # speculative rounds measured together (at first, after each plain run)
+    copy_scale: float = (
+        0.6  # prior observed/predicted acceptance of copy drafts (the fixed one for sampling)
+    )
     # seeded sampling with copy drafts where the drafter's tree does not pay: off, since at the
     # profiles' temperature (0.7) they were no faster than plain decoding on a 2-vCPU Xeon (1.02-1.03x,
     # tau 1.24-1.35: a verification pass costs more than a plain step there); worth it where passes are cheap
@@ -81,21 +87,31 @@ class HarnessConfig:
 class Harness(Planner):
     """Cost-aware planner for ``decode_speculative`` (batch 1 by default) and batched rounds."""
 
-    adaptive = True      # its trees follow measured timings
+    adaptive = True  # its trees follow measured timings
 
-    def __init__(self, costs: CostTable | Callable[[], CostTable], config: HarnessConfig | None = None,
-                 calibrator: AcceptanceCalibrator | None = None, batch: int = 1) -> None:
+    def __init__(
+        self,
+        costs: CostTable | Callable[[], CostTable],
+        config: HarnessConfig | None = None,
+        calibrator: AcceptanceCalibrator | None = None,
+        batch: int = 1,
+    ) -> None:
         """``costs``: the cost table, or a function giving it on first use (loading or measuring it
         then, so that building a harness that is never used costs nothing)."""
         self._costs, self.config, self.batch = costs, config or HarnessConfig(), batch
         self.calibrator = calibrator or AcceptanceCalibrator()
         self.child_accept = self.config.child_accept
-        self.chain_accept = self.config.child_accept      # batched rounds: acceptance per chain step
+        self.chain_accept = self.config.child_accept  # batched rounds: acceptance per chain step
         self._batch_rounds = 0
         self._explore_every = self.config.explore_every
-        self._round_s: dict[tuple[int, int], float] = {}   # (batch, chain length) -> measured seconds per round
-        self._round_scale = {"plain": 1.0, "chain": 1.0}     # measured / table seconds, batched rounds of any size
-        self.verify_scale = self.draft_scale = 1.0        # observed / predicted latency
+        self._round_s: dict[
+            tuple[int, int], float
+        ] = {}  # (batch, chain length) -> measured seconds per round
+        self._round_scale = {
+            "plain": 1.0,
+            "chain": 1.0,
+        }  # measured / table seconds, batched rounds of any size
+        self.verify_scale = self.draft_scale = 1.0  # observed / predicted latency
         self.max_nodes = self.config.max_nodes
         self.draft_slots = self.config.max_depth * max(64, self.config.branching)
         self._pending: dict = {}
@@ -103,26 +119,36 @@ class Harness(Planner):
         # seconds per round over tokens per round (running means), not one round's luck
         self.pace = {"speculative": None, "plain": None}
         self._round_pace = {"seconds": None, "tokens": None}
-        self._paced_rounds = 0     # speculative rounds in those means
-        self._measure_left = self.config.measure_rounds   # rounds still to measure before the pace decides
-        self._plain_run = self.config.plain_run   # length of the next run of plain steps
-        self._plain_left: int | None = None   # plain steps left in the current run (None: no run)
+        self._paced_rounds = 0  # speculative rounds in those means
+        self._measure_left = (
+            self.config.measure_rounds
+        )  # rounds still to measure before the pace decides
+        self._plain_run = self.config.plain_run  # length of the next run of plain steps
+        self._plain_left: int | None = None  # plain steps left in the current run (None: no run)
         self._remeasuring = False  # the current round re-measures speculation after a used-up run
         self.copy_scale = self.config.copy_scale
-        self._copy_predicted = 0.0        # the predicted accepted tokens of the last copy chain
+        self._copy_predicted = 0.0  # the predicted accepted tokens of the last copy chain
         self._copy_means = {"predicted": None, "accepted": None}
 
     @classmethod
-    def for_model(cls, model: Transformer, drafter: Drafter, directory: str | Path | None = None,
-                  config: HarnessConfig | None = None, progress: bool = False,
-                  on_measure: Callable[[], None] | None = None) -> "Harness":
+    def for_model(
+        cls,
+        model: Transformer,
+        drafter: Drafter,
+        directory: str | Path | None = None,
+        config: HarnessConfig | None = None,
+        progress: bool = False,
+        on_measure: Callable[[], None] | None = None,
+    ) -> "Harness":
         """The harness with this device's stored cost table, measuring a quick one when none is
         stored; both happen at its first decode. ``on_measure`` is called before measuring.
         Where the model verifies one column only (``TreeLayout.chains_only``), it drafts chains."""
         config = config or HarnessConfig()
         if model.layout.chains_only:
             config = replace(config, branching=1)
-        return cls(lambda: load_or_calibrate(model, drafter, directory, progress, on_measure), config)
+        return cls(
+            lambda: load_or_calibrate(model, drafter, directory, progress, on_measure), config
+        )
 
     @property
     def costs(self) -> CostTable:
@@ -141,9 +167,11 @@ class Harness(Planner):
     def draft(self, drafter: Drafter, state: DraftState, context: int) -> DraftTree:
         """Grow the tree while the policy predicts it pays; return the nodes worth verifying."""
         cfg = self.config
-        verify = functools.lru_cache(maxsize=None)(lambda n: self.verify_seconds(n, context))   # asked
-        draft_seconds = functools.lru_cache(maxsize=None)(self.draft_seconds)         # hundreds of times
-        catch_up = self.draft_seconds(1)                     # the catch-up step that made the root's output
+        verify = functools.lru_cache(maxsize=None)(
+            lambda n: self.verify_seconds(n, context)
+        )  # asked
+        draft_seconds = functools.lru_cache(maxsize=None)(self.draft_seconds)  # hundreds of times
+        catch_up = self.draft_seconds(1)  # the catch-up step that made the root's output
         spent = catch_up
         expansion = TreeExpansion(self.max_nodes, cfg.max_depth, cfg.branching)
         logp, tokens = drafter.topk(state.root_out, cfg.branching)
@@ -152,27 +180,39 @@ class Harness(Planner):
         values = self.calibrator.calibrate(confidence)
         level = torch.arange(values.numel(), device=values.device)
         widths: list[int] = []
-        drafted_s = 0.0      # the drafter's own time in the expansions (not the policy's, nor the root's)
+        drafted_s = (
+            0.0  # the drafter's own time in the expansions (not the policy's, nor the root's)
+        )
         with DraftPass(drafter, state) as drafting:
             while not expansion.done:
                 level_values = values[level]
-                width, _ = choose_width(values.tolist(), level_values.tolist(), self.child_accept, spent,
-                                        verify, draft_seconds, self.max_nodes, cfg.min_value)
+                width, _ = choose_width(
+                    values.tolist(),
+                    level_values.tolist(),
+                    self.child_accept,
+                    spent,
+                    verify,
+                    draft_seconds,
+                    self.max_nodes,
+                    cfg.min_value,
+                )
                 if width == 0:
                     break
-                chosen = level[level_values.argsort(descending=True, stable=True)[:width]].sort().values
+                chosen = (
+                    level[level_values.argsort(descending=True, stable=True)[:width]].sort().values
+                )
                 expansion.set_frontier(chosen)
                 started = time.perf_counter()
                 logp, tokens = drafting.run(expansion, cfg.branching)
-                if logp.is_cuda:                 # the policy reads these values at once anyway
+                if logp.is_cuda:  # the policy reads these values at once anyway
                     torch.cuda.synchronize(logp.device)
                 drafted_s += time.perf_counter() - started
                 base = expansion.pool_size
                 expansion.extend(logp, tokens)
                 spent += draft_seconds(width)
                 widths.append(width)
-                child_conf = logp.float().exp()                                    # [w, k]
-                child_accept = self.calibrator.calibrate(child_conf)                 # [w, k]
+                child_conf = logp.float().exp()  # [w, k]
+                child_accept = self.calibrator.calibrate(child_conf)  # [w, k]
                 child_values = values[chosen][:, None] * child_accept
                 self._track_child_accept(child_accept[:, 0])
                 confidence = torch.cat([confidence, child_conf.reshape(-1)])
@@ -181,11 +221,18 @@ class Harness(Planner):
         plan = best_verify_count(values.tolist(), spent, verify, self.max_nodes)
         pool_tokens, parents, _, _ = expansion.pool()
         tree = select_top_nodes(pool_tokens, parents, values.clamp(min=1e-30).log(), plan.count)
-        self._pending = {"pool": int(values.numel()), "widths": widths, "nodes": tree.size,
-                         "depth": tree.max_depth, "predicted_accepted": round(plan.expected_tokens - 1, 3),
-                         "predicted_draft_s": spent, "predicted_tree_s": spent - catch_up, "drafted_s": drafted_s,
-                         "predicted_verify_s": verify(tree.size + 1),
-                         "confidence": confidence[tree.pool_indices].tolist() if tree.size else []}
+        self._pending = {
+            "pool": int(values.numel()),
+            "widths": widths,
+            "nodes": tree.size,
+            "depth": tree.max_depth,
+            "predicted_accepted": round(plan.expected_tokens - 1, 3),
+            "predicted_draft_s": spent,
+            "predicted_tree_s": spent - catch_up,
+            "drafted_s": drafted_s,
+            "predicted_verify_s": verify(tree.size + 1),
+            "confidence": confidence[tree.pool_indices].tolist() if tree.size else [],
+        }
         return tree
 
     # ---- seeded sampling ----------------------------------------------------------------------------
@@ -196,9 +243,12 @@ class Harness(Planner):
         acceptance ``child_accept`` per level along the tree's best path, so a seed gives the same
         text every time on this device."""
         tree, context, costs = TreeConfig(), SAMPLING_CONTEXT, self.costs
-        expected_tokens = 1 + sum(self.config.child_accept ** d for d in range(1, tree.max_depth + 1))
-        round_s = (costs.draft_seconds(1, 1) + (tree.max_depth - 1) * costs.draft_seconds(tree.top_k, 1)
-                   + costs.verify_seconds(tree.budget + 1, context, 1))
+        expected_tokens = 1 + sum(self.config.child_accept**d for d in range(1, tree.max_depth + 1))
+        round_s = (
+            costs.draft_seconds(1, 1)
+            + (tree.max_depth - 1) * costs.draft_seconds(tree.top_k, 1)
+            + costs.verify_seconds(tree.budget + 1, context, 1)
+        )
         plain_s = costs.verify_seconds(1, context, 1)
         if round_s / expected_tokens * (1 + self.config.pace_margin) < plain_s:
             return FixedTree(tree)
@@ -211,7 +261,11 @@ class Harness(Planner):
         """The part of the session's copy draft predicted to pay against a plain step, the values
         corrected by ``copy_scale`` (observed over predicted acceptance, a running estimate)."""
         chain, values = session.propose()
-        count = best_copy_length(values, self.copy_scale, lambda n: self.verify_seconds(n, context)) if chain else 0
+        count = (
+            best_copy_length(values, self.copy_scale, lambda n: self.verify_seconds(n, context))
+            if chain
+            else 0
+        )
         self._copy_predicted = sum(values[:count])
         return chain[:count]
 
@@ -243,13 +297,13 @@ class Harness(Planner):
         if spec is None or self._measure_left > 0:
             return 0
         if plain is None:
-            plain = self.verify_seconds(1, context)       # until measured: the table's single-token pass
+            plain = self.verify_seconds(1, context)  # until measured: the table's single-token pass
         if not self._slower(spec, plain):
             self._plain_left = None
             return 0
         if self._plain_left is None:
             self._plain_left = self._plain_run
-        elif self._plain_left <= 0:                       # the run is used up: re-measure a few rounds
+        elif self._plain_left <= 0:  # the run is used up: re-measure a few rounds
             self._plain_left, self._remeasuring = None, True
             self._measure_left = self.config.measure_rounds
             # ...that weigh about half of speculation's means (not 5% each, after many rounds)
@@ -262,7 +316,9 @@ class Harness(Planner):
             return
         if plain:
             old, w = self.pace["plain"], self.config.pace_smoothing
-            self.pace["plain"] = seconds / tokens if old is None else (1 - w) * old + w * seconds / tokens
+            self.pace["plain"] = (
+                seconds / tokens if old is None else (1 - w) * old + w * seconds / tokens
+            )
             self._plain_left = (self._plain_left or 0) - tokens
             return
         self._paced_rounds += 1
@@ -273,11 +329,11 @@ class Harness(Planner):
         self.pace["speculative"] = self._round_pace["seconds"] / self._round_pace["tokens"]
         self._measure_left = max(0, self._measure_left - 1)
         if self._measure_left:
-            return                                        # decide after the last round measured
+            return  # decide after the last round measured
         if self.pace["plain"] is not None:
             if not self._slower(self.pace["speculative"], self.pace["plain"]):
                 self._plain_run = self.config.plain_run
-            elif self._remeasuring:                           # the rounds after a plain run lost again
+            elif self._remeasuring:  # the rounds after a plain run lost again
                 self._plain_run = min(2 * self._plain_run, self.config.max_plain_run)
         self._remeasuring = False
 
@@ -297,7 +353,7 @@ class Harness(Planner):
         expected = 1.0
         for length in range(0, min(self.config.max_batch_chain, self.max_nodes) + 1):
             if length:
-                expected += self.chain_accept ** length
+                expected += self.chain_accept**length
             seconds = self._batch_round_seconds(length, context, batch)
             rate = batch * expected / seconds
             if length == 0:
@@ -306,15 +362,21 @@ class Harness(Planner):
                 best_length, best_rate, best_seconds = length, rate, seconds
         self._batch_rounds += 1
         if best_length == 0 and self.max_nodes and self._batch_rounds % self._explore_every == 0:
-            best_length = 1                  # keep observing acceptance, or a low estimate never recovers
+            best_length = 1  # keep observing acceptance, or a low estimate never recovers
             measured = self._round_s.get((batch, 1))
             if measured is not None and batch * (1 + self.chain_accept) / measured < plain_rate:
                 self._explore_every = min(2 * self._explore_every, 16 * self.config.explore_every)
         elif best_length:
             self._explore_every = self.config.explore_every
-        self._pending = {"predicted_accepted": round(sum(self.chain_accept ** d for d in range(1, best_length + 1)), 3),
-                         "predicted_s": best_seconds, "batch": batch, "length": best_length,
-                         "table_s": self._table_round_seconds(best_length, context, batch)}
+        self._pending = {
+            "predicted_accepted": round(
+                sum(self.chain_accept**d for d in range(1, best_length + 1)), 3
+            ),
+            "predicted_s": best_seconds,
+            "batch": batch,
+            "length": best_length,
+            "table_s": self._table_round_seconds(best_length, context, batch),
+        }
         return TreeConfig.chain(best_length)
 
     def batch_limit(self) -> TreeConfig:
@@ -325,32 +387,62 @@ class Harness(Planner):
         measured = self._round_s.get((batch, length))
         if measured is not None:
             return measured
-        return self._round_scale["chain" if length else "plain"] * self._table_round_seconds(length, context, batch)
+        return self._round_scale["chain" if length else "plain"] * self._table_round_seconds(
+            length, context, batch
+        )
 
     def _table_round_seconds(self, length: int, context: int, batch: int) -> float:
-        drafting = self.costs.draft_seconds(1, batch) * (length + 1) if length else 0.0   # plain: deferred
-        return self.verify_scale * self.costs.verify_seconds(length + 1, context, batch) + self.draft_scale * drafting
+        drafting = (
+            self.costs.draft_seconds(1, batch) * (length + 1) if length else 0.0
+        )  # plain: deferred
+        return (
+            self.verify_scale * self.costs.verify_seconds(length + 1, context, batch)
+            + self.draft_scale * drafting
+        )
 
-    def observe_batch(self, config: TreeConfig, trees, results, draft_s: float, verify_s: float,
-                      stats: Sequence[DecodeStats]) -> None:
+    def observe_batch(
+        self,
+        config: TreeConfig,
+        trees,
+        results,
+        draft_s: float,
+        verify_s: float,
+        stats: Sequence[DecodeStats],
+    ) -> None:
         """Update the chain acceptance estimate from every row; log the round in each row's stats."""
         pending, self._pending = self._pending, {}
-        key, w = (pending.get("batch", len(trees)), pending.get("length", config.budget)), self.config.pace_smoothing
+        key, w = (
+            (pending.get("batch", len(trees)), pending.get("length", config.budget)),
+            self.config.pace_smoothing,
+        )
         old = self._round_s.get(key)
-        self._round_s[key] = draft_s + verify_s if old is None else (1 - w) * old + w * (draft_s + verify_s)
+        self._round_s[key] = (
+            draft_s + verify_s if old is None else (1 - w) * old + w * (draft_s + verify_s)
+        )
         if pending.get("table_s"):
-            kind, ratio = ("chain" if key[1] else "plain"), (draft_s + verify_s) / pending["table_s"]
+            kind, ratio = (
+                ("chain" if key[1] else "plain"),
+                (draft_s + verify_s) / pending["table_s"],
+            )
             self._round_scale[kind] = (1 - w) * self._round_scale[kind] + w * ratio
         tested = accepted = 0
         for tree, result, row_stats in zip(trees, results, stats):
             if tree.size:
                 tested += min(result.num_accepted + 1, tree.size)
                 accepted += result.num_accepted
-            row_stats.rounds.append({"nodes": tree.size, "depth": tree.max_depth, "pool": tree.size, "widths": [],
-                                     "predicted_accepted": pending.get("predicted_accepted"),
-                                     "accepted": result.num_accepted, "batch": pending.get("batch", len(trees)),
-                                     "predicted_s": round(pending.get("predicted_s", 0.0), 5),
-                                     "seconds": round(draft_s + verify_s, 5)})
+            row_stats.rounds.append(
+                {
+                    "nodes": tree.size,
+                    "depth": tree.max_depth,
+                    "pool": tree.size,
+                    "widths": [],
+                    "predicted_accepted": pending.get("predicted_accepted"),
+                    "accepted": result.num_accepted,
+                    "batch": pending.get("batch", len(trees)),
+                    "predicted_s": round(pending.get("predicted_s", 0.0), 5),
+                    "seconds": round(draft_s + verify_s, 5),
+                }
+            )
         if tested:
             w = self.config.smoothing
             self.chain_accept = min(0.999, (1 - w) * self.chain_accept + w * accepted / tested)
@@ -361,13 +453,17 @@ class Harness(Planner):
             self.child_accept = (1 - w) * self.child_accept + w * float(best_child.mean())
 
     # ---- feedback -------------------------------------------------------------------------------
-    def observe(self, tree: DraftTree, result, draft_s: float, verify_s: float, stats: DecodeStats) -> None:
+    def observe(
+        self, tree: DraftTree, result, draft_s: float, verify_s: float, stats: DecodeStats
+    ) -> None:
         """Update the acceptance calibration and latency corrections; log the round in ``stats.rounds``."""
         pending, self._pending = self._pending, {}
         confidence = pending.get("confidence", [])
         accepted = set(result.accepted_nodes)
-        tested = tree.root_children + [c for node in result.accepted_nodes for c in tree.children[node]]
-        tested = [i for i in tested if i < len(confidence)]          # grafted copy nodes carry none
+        tested = tree.root_children + [
+            c for node in result.accepted_nodes for c in tree.children[node]
+        ]
+        tested = [i for i in tested if i < len(confidence)]  # grafted copy nodes carry none
         self.calibrator.observe([confidence[i] for i in tested], [i in accepted for i in tested])
         w = self.config.latency_smoothing
         if pending.get("predicted_verify_s"):
@@ -379,16 +475,30 @@ class Harness(Planner):
             # part of what one more expansion costs
             ratio = pending["drafted_s"] / (pending["predicted_tree_s"] / self.draft_scale)
             self.draft_scale = (1 - w) * self.draft_scale + w * ratio
-        stats.rounds.append({
-            "nodes": pending.get("nodes", tree.size), "depth": pending.get("depth", tree.max_depth),
-            "pool": pending.get("pool", 0), "widths": pending.get("widths", []),
-            "predicted_accepted": pending.get("predicted_accepted"), "accepted": result.num_accepted,
-            "predicted_s": round(pending.get("predicted_draft_s", 0.0) + pending.get("predicted_verify_s", 0.0), 5),
-            "seconds": round(draft_s + verify_s, 5)})
+        stats.rounds.append(
+            {
+                "nodes": pending.get("nodes", tree.size),
+                "depth": pending.get("depth", tree.max_depth),
+                "pool": pending.get("pool", 0),
+                "widths": pending.get("widths", []),
+                "predicted_accepted": pending.get("predicted_accepted"),
+                "accepted": result.num_accepted,
+                "predicted_s": round(
+                    pending.get("predicted_draft_s", 0.0) + pending.get("predicted_verify_s", 0.0),
+                    5,
+                ),
+                "seconds": round(draft_s + verify_s, 5),
+            }
+        )
 
 
-def load_or_calibrate(model: Transformer, drafter: Drafter, directory: str | Path | None = None,
-                      progress: bool = False, on_measure: Callable[[], None] | None = None) -> CostTable:
+def load_or_calibrate(
+    model: Transformer,
+    drafter: Drafter,
+    directory: str | Path | None = None,
+    progress: bool = False,
+    on_measure: Callable[[], None] | None = None,
+) -> CostTable:
     """The stored cost table for this device/model/dtype/threads, or a quick calibration (then stored)."""
     from .calibrate import cost_key, quick_calibrate
 
@@ -398,20 +508,26 @@ def load_or_calibrate(model: Transformer, drafter: Drafter, directory: str | Pat
         try:
             return CostTable.load(path, expect=key)
         except CostTableError:
-            pass                                                # unreadable or stale: measure again
+            pass  # unreadable or stale: measure again
     if on_measure is not None:
         on_measure()
     table = quick_calibrate(model, drafter, progress=progress)
     try:
         table.save(path)
     except OSError:
-        pass                                                    # read-only cache: use it for this process
+        pass  # read-only cache: use it for this process
     return table
 
 
-def decode_harness(model: Transformer, drafter: Drafter, prompt_ids: Sequence[int], params: SamplingParams,
-                   stop: StopChecker, stats: DecodeStats | None = None,
-                   harness: Harness | None = None) -> Iterator[list[int]]:
+def decode_harness(
+    model: Transformer,
+    drafter: Drafter,
+    prompt_ids: Sequence[int],
+    params: SamplingParams,
+    stop: StopChecker,
+    stats: DecodeStats | None = None,
+    harness: Harness | None = None,
+) -> Iterator[list[int]]:
     """Speculative decoding with the cost-aware harness (lossless like ``decode_speculative``)."""
     harness = harness or Harness.for_model(model, drafter)
     return decode_speculative(model, drafter, prompt_ids, params, stop, stats, harness)

@@ -32,13 +32,14 @@ class Plan:
     """The best verification set for a pool: ``count`` nodes, predicted ``rate`` (tokens/s)."""
 
     count: int
-    expected_tokens: float     # 1 + sum of the verified values
-    seconds: float             # drafting spent + verification
+    expected_tokens: float  # 1 + sum of the verified values
+    seconds: float  # drafting spent + verification
     rate: float
 
 
-def best_verify_count(values: Sequence[float], spent: float, verify: Callable[[int], float],
-                      max_nodes: int) -> Plan:
+def best_verify_count(
+    values: Sequence[float], spent: float, verify: Callable[[int], float], max_nodes: int
+) -> Plan:
     """Over n = 0..max_nodes: maximise (1 + sum of the n best values) / (spent + verify(n + 1))."""
     ordered = sorted(values, reverse=True)[:max_nodes]
     best = Plan(0, 1.0, spent + verify(1), 1.0 / (spent + verify(1)))
@@ -52,9 +53,16 @@ def best_verify_count(values: Sequence[float], spent: float, verify: Callable[[i
     return best
 
 
-def choose_width(pool_values: Sequence[float], candidates: Sequence[float], child_accept: float, spent: float,
-                 verify: Callable[[int], float], draft: Callable[[int], float], max_nodes: int,
-                 min_value: float = 1e-3) -> tuple[int, Plan]:
+def choose_width(
+    pool_values: Sequence[float],
+    candidates: Sequence[float],
+    child_accept: float,
+    spent: float,
+    verify: Callable[[int], float],
+    draft: Callable[[int], float],
+    max_nodes: int,
+    min_value: float = 1e-3,
+) -> tuple[int, Plan]:
     """How many of ``candidates`` (values of the newest level, best first) to expand next.
 
     Returns (width, plan predicted after expanding that many); width 0 with the current plan
@@ -67,7 +75,9 @@ def choose_width(pool_values: Sequence[float], candidates: Sequence[float], chil
     widths = sorted({w for w in WIDTH_STEPS if w < cap} | ({cap} if cap else set()))
     for width in widths:
         children = [u * child_accept for u in ordered[:width]]
-        plan = best_verify_count(list(pool_values) + children, spent + draft(width), verify, max_nodes)
+        plan = best_verify_count(
+            list(pool_values) + children, spent + draft(width), verify, max_nodes
+        )
         if plan.rate > best_plan.rate:
             best_width, best_plan = width, plan
     return best_width, best_plan

@@ -46,11 +46,17 @@ import torch
 from .kv_cache import KVCache, aligned
 from .model import ForwardOutput, Transformer
 
-NODE_BUCKETS = (1, 4, 8, 16, 32, 64)         # tree nodes per captured verification pass (root not counted)
-GRAPH_ROWS = (1,) + tuple(n + 1 for n in NODE_BUCKETS)   # rows per graph: the step, then root + bucket
-DEFAULT_CAPACITY = 2048   # slots a leased decode may use (prompt + new tokens + tree); longer decodes: modules
-WARMUP_RUNS = 2           # eager runs of a pass on a side stream before its capture (kernel choice, workspaces)
-ENV = "PROMPTX_CUDA_GRAPHS"   # "0", "off", "false" or "no": do not capture (``graphs_wanted``)
+NODE_BUCKETS = (1, 4, 8, 16, 32, 64)  # tree nodes per captured verification pass (root not counted)
+GRAPH_ROWS = (1,) + tuple(
+    n + 1 for n in NODE_BUCKETS
+)  # rows per graph: the step, then root + bucket
+DEFAULT_CAPACITY = (
+    2048  # slots a leased decode may use (prompt + new tokens + tree); longer decodes: modules
+)
+WARMUP_RUNS = (
+    2  # eager runs of a pass on a side stream before its capture (kernel choice, workspaces)
+)
+ENV = "PROMPTX_CUDA_GRAPHS"  # "0", "off", "false" or "no": do not capture (``graphs_wanted``)
 
 
 def graphs_wanted() -> bool:
@@ -72,13 +78,13 @@ def graph_rows(rows: int) -> int | None:
 class PassInputs:
     """Static inputs of a pass of ``rows`` rows over ``keys`` cache slots (device tensors)."""
 
-    tokens: torch.Tensor      # [1, R] long
-    positions: torch.Tensor   # [R] long: rope positions
-    slots: torch.Tensor       # [R] long: cache slots written
-    mask: torch.Tensor        # [R, keys] bool, True = may attend
-    index: torch.Tensor       # [R] long: 0..R-1 (constant)
-    tril: torch.Tensor        # [R, R] bool: causal mask of new rows (constant)
-    true: torch.Tensor        # [R] bool: all True (constant, the value padding rows set)
+    tokens: torch.Tensor  # [1, R] long
+    positions: torch.Tensor  # [R] long: rope positions
+    slots: torch.Tensor  # [R] long: cache slots written
+    mask: torch.Tensor  # [R, keys] bool, True = may attend
+    index: torch.Tensor  # [R] long: 0..R-1 (constant)
+    tril: torch.Tensor  # [R, R] bool: causal mask of new rows (constant)
+    true: torch.Tensor  # [R] bool: all True (constant, the value padding rows set)
 
     @classmethod
     def empty(cls, rows: int, keys: int, device: torch.device | str) -> "PassInputs":
@@ -86,10 +92,15 @@ class PassInputs:
         index = torch.arange(rows, device=device)
         mask = torch.zeros(rows, keys, dtype=torch.bool, device=device)
         mask[index, index] = True
-        return cls(tokens=torch.zeros(1, rows, dtype=torch.long, device=device),
-                   positions=torch.zeros(rows, dtype=torch.long, device=device), slots=index.clone(), mask=mask,
-                   index=index, tril=torch.ones(rows, rows, dtype=torch.bool, device=device).tril(),
-                   true=torch.ones(rows, dtype=torch.bool, device=device))
+        return cls(
+            tokens=torch.zeros(1, rows, dtype=torch.long, device=device),
+            positions=torch.zeros(rows, dtype=torch.long, device=device),
+            slots=index.clone(),
+            mask=mask,
+            index=index,
+            tril=torch.ones(rows, rows, dtype=torch.bool, device=device).tril(),
+            true=torch.ones(rows, dtype=torch.bool, device=device),
+        )
 
     @property
     def rows(self) -> int:
@@ -100,8 +111,13 @@ class PassInputs:
         return self.mask.shape[1]
 
 
-def pad_pass(tokens: torch.Tensor, positions: torch.Tensor | None, mask: torch.Tensor | None, start: int,
-             out: PassInputs) -> PassInputs:
+def pad_pass(
+    tokens: torch.Tensor,
+    positions: torch.Tensor | None,
+    mask: torch.Tensor | None,
+    start: int,
+    out: PassInputs,
+) -> PassInputs:
     """Write a pass of T rows at slots ``start``.. into ``out``'s R >= T rows and return ``out``.
 
     tokens [1, T]; positions [T] (None: the slot numbers); mask bool [T, W] with W <= start + T
@@ -123,11 +139,13 @@ def pad_pass(tokens: torch.Tensor, positions: torch.Tensor | None, mask: torch.T
     out.mask.zero_()
     if mask is None:
         out.mask[:t, :start].fill_(True)
-        out.mask[:t, start:start + t].copy_(out.tril[:t, :t])
+        out.mask[:t, start : start + t].copy_(out.tril[:t, :t])
     elif mask.shape[-1] > start + t:
-        raise ValueError(f"mask spans {mask.shape[-1]} keys; a pass of {t} rows at {start} ends at {start + t}")
+        raise ValueError(
+            f"mask spans {mask.shape[-1]} keys; a pass of {t} rows at {start} ends at {start + t}"
+        )
     else:
-        out.mask[:t, :mask.shape[-1]].copy_(mask)
+        out.mask[:t, : mask.shape[-1]].copy_(mask)
     if t < r:
         out.mask.index_put_((out.index[t:], out.slots[t:]), out.true[t:])
     return out
@@ -143,7 +161,9 @@ class _StaticKV:
     def __init__(self, storage: KVCache) -> None:
         self.k, self.v = storage.k, storage.v
 
-    def write(self, layer: int, start: int, k: torch.Tensor, v: torch.Tensor, span=None, slots=None):
+    def write(
+        self, layer: int, start: int, k: torch.Tensor, v: torch.Tensor, span=None, slots=None
+    ):
         self.k[layer].index_copy_(2, slots, k)
         self.v[layer].index_copy_(2, slots, v)
         return self.k[layer], self.v[layer]
@@ -155,24 +175,37 @@ class CudaGraphs:
     ``capture=False`` (or a capture that fails) runs each padded pass eagerly: the same
     numbers without a graph, which is how CPU tests check the padding and the masks."""
 
-    def __init__(self, model: Transformer, capacity: int = DEFAULT_CAPACITY, rows=GRAPH_ROWS, *,
-                 capture: bool = True) -> None:
+    def __init__(
+        self,
+        model: Transformer,
+        capacity: int = DEFAULT_CAPACITY,
+        rows=GRAPH_ROWS,
+        *,
+        capture: bool = True,
+    ) -> None:
         cfg = model.config
         self.model = model
         self.capacity = min(capacity, cfg.max_position_embeddings)
         device = model.embed_tokens.weight.device
         # room for a bucket's padding rows past the last slot a decode may use; aligned: the mask rows
         # of the attention kernels stay 16-byte aligned
-        self.storage = KVCache(cfg.num_hidden_layers, 1, cfg.num_key_value_heads, cfg.head_dim,
-                               aligned(self.capacity + max(rows)), model.dtype, device)
+        self.storage = KVCache(
+            cfg.num_hidden_layers,
+            1,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+            aligned(self.capacity + max(rows)),
+            model.dtype,
+            device,
+        )
         self.static = _StaticKV(self.storage)
         self.inputs = {r: PassInputs.empty(r, self.storage.capacity, device) for r in sorted(rows)}
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, ForwardOutput] = {}
         self.failed: dict[int, str] = {}
-        self.replays: Counter = Counter()        # rows -> passes replayed
-        self.eager: Counter = Counter()          # rows -> padded passes run eagerly (no graph)
-        self.module_passes = 0                   # passes on a leased cache left to the modules (the prompt, ...)
+        self.replays: Counter = Counter()  # rows -> passes replayed
+        self.eager: Counter = Counter()  # rows -> padded passes run eagerly (no graph)
+        self.module_passes = 0  # passes on a leased cache left to the modules (the prompt, ...)
         self._leased = None
         started = time.perf_counter()
         if capture:
@@ -193,27 +226,54 @@ class CudaGraphs:
         return cache
 
     def _is_leased(self, cache) -> bool:
-        return self._leased is not None and cache is self._leased() and cache.k is self.storage.k \
+        return (
+            self._leased is not None
+            and cache is self._leased()
+            and cache.k is self.storage.k
             and cache.v is self.storage.v
+        )
 
     # ---- the passes -------------------------------------------------------------------------------
-    def handles(self, tokens: torch.Tensor, cache, *, positions=None, mask=None, slots=None, **_) -> bool:
+    def handles(
+        self, tokens: torch.Tensor, cache, *, positions=None, mask=None, slots=None, **_
+    ) -> bool:
         """A pass after the prompt on the leased cache at contiguous slots, with a bucket for its
         rows, positions [T] and a bool mask [T, W <= length + T] (or the defaults)."""
         if not self._is_leased(cache):
             return False
         t, start = tokens.shape[1], cache.length
-        fits = tokens.shape[0] == 1 and start > 0 and slots is None and start + t <= cache.capacity \
-            and graph_rows(t) in self.inputs \
-            and (positions is None or tuple(positions.shape) == (t,)) \
-            and (mask is None or (mask.dtype == torch.bool and mask.dim() == 2 and mask.shape[0] == t
-                                  and mask.shape[1] <= start + t))
+        fits = (
+            tokens.shape[0] == 1
+            and start > 0
+            and slots is None
+            and start + t <= cache.capacity
+            and graph_rows(t) in self.inputs
+            and (positions is None or tuple(positions.shape) == (t,))
+            and (
+                mask is None
+                or (
+                    mask.dtype == torch.bool
+                    and mask.dim() == 2
+                    and mask.shape[0] == t
+                    and mask.shape[1] <= start + t
+                )
+            )
+        )
         if not fits:
             self.module_passes += 1
         return fits
 
-    def __call__(self, tokens: torch.Tensor, cache, *, positions=None, mask=None, logits_at=None, taps=False,
-                 **_) -> ForwardOutput:
+    def __call__(
+        self,
+        tokens: torch.Tensor,
+        cache,
+        *,
+        positions=None,
+        mask=None,
+        logits_at=None,
+        taps=False,
+        **_,
+    ) -> ForwardOutput:
         """``Transformer.forward`` of a pass ``handles`` takes (the cache is not committed)."""
         t = tokens.shape[1]
         rows = graph_rows(t)
@@ -227,14 +287,23 @@ class CudaGraphs:
             self.eager[rows] += 1
         logits = out.logits[:, :t] if logits_at is None else out.logits[:, :t][:, logits_at]
         # copies: the next replay overwrites a graph's outputs
-        return ForwardOutput(logits=logits.clone() if logits.shape[1] else None,
-                             taps=out.taps[:, :t].clone() if taps else None)
+        return ForwardOutput(
+            logits=logits.clone() if logits.shape[1] else None,
+            taps=out.taps[:, :t].clone() if taps else None,
+        )
 
     def run_eager(self, rows: int) -> ForwardOutput:
         """The padded pass of ``rows`` rows on the current static inputs, through the modules."""
         inputs = self.inputs[rows]
-        return Transformer.forward(self.model, inputs.tokens, self.static, positions=inputs.positions, mask=inputs.mask,
-                                  taps=True, slots=inputs.slots)
+        return Transformer.forward(
+            self.model,
+            inputs.tokens,
+            self.static,
+            positions=inputs.positions,
+            mask=inputs.mask,
+            taps=True,
+            slots=inputs.slots,
+        )
 
     def _try_capture(self, rows: int) -> None:
         try:
@@ -245,8 +314,10 @@ class CudaGraphs:
 
     @torch.inference_mode()
     def _capture(self, rows: int) -> tuple["torch.cuda.CUDAGraph", ForwardOutput]:
-        if self.storage.k.device.type != "cuda":     # a graph of CPU work records nothing to replay
-            raise RuntimeError(f"CUDA graphs capture CUDA work; the model is on {self.storage.k.device}")
+        if self.storage.k.device.type != "cuda":  # a graph of CPU work records nothing to replay
+            raise RuntimeError(
+                f"CUDA graphs capture CUDA work; the model is on {self.storage.k.device}"
+            )
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -261,12 +332,15 @@ class CudaGraphs:
 
     def summary(self) -> dict:
         """What the bench reports: capacity, the captured rows, failures, capture time and use."""
-        return {"capacity": self.capacity, "captured_rows": sorted(self.graphs),
-                "failed": {str(r): why for r, why in sorted(self.failed.items())},
-                "capture_s": round(self.capture_s, 3),
-                "replays": {str(r): n for r, n in sorted(self.replays.items())},
-                "eager_padded_passes": {str(r): n for r, n in sorted(self.eager.items())},
-                "module_passes": self.module_passes}
+        return {
+            "capacity": self.capacity,
+            "captured_rows": sorted(self.graphs),
+            "failed": {str(r): why for r, why in sorted(self.failed.items())},
+            "capture_s": round(self.capture_s, 3),
+            "replays": {str(r): n for r, n in sorted(self.replays.items())},
+            "eager_padded_passes": {str(r): n for r, n in sorted(self.eager.items())},
+            "module_passes": self.module_passes,
+        }
 
 
 class GraphedTransformer(Transformer):
@@ -302,8 +376,11 @@ def attach_cuda_graphs(model: Transformer, capacity: int = DEFAULT_CAPACITY) -> 
     None, and nothing changes, off CUDA, for a precision without its own torch dtype, where a lean
     pass (``engine.runtime.lean_step.LeanTransformer``) already takes them or graphs are attached."""
     device = model.embed_tokens.weight.device
-    if device.type != "cuda" or type(model) is not Transformer \
-            or model.precision != str(model.dtype).removeprefix("torch."):
+    if (
+        device.type != "cuda"
+        or type(model) is not Transformer
+        or model.precision != str(model.dtype).removeprefix("torch.")
+    ):
         return None
     graphs = CudaGraphs(model, capacity)
     use_cuda_graphs(model, graphs)

@@ -31,17 +31,27 @@ def default_dtype(device: torch.device | str) -> torch.dtype:
     return torch.bfloat16 if cpu_has_fast_bf16() else torch.float32
 
 
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-          "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
 
 
-INT8 = "int8"   # float32 activations, dynamically quantized int8 linears (engine.runtime.quantize)
-MIXED = "mixed"  # float32 multi-token passes, bf16 single-token steps (engine.runtime.mixed_precision)
-PLAIN_ONLY = (INT8, MIXED)   # precisions that decode plainly only (no lossless speculation)
-INT4 = "int4"   # bf16 activations, 4-bit weights (engine.runtime.int4); lossless speculation kept
+INT8 = "int8"  # float32 activations, dynamically quantized int8 linears (engine.runtime.quantize)
+MIXED = (
+    "mixed"  # float32 multi-token passes, bf16 single-token steps (engine.runtime.mixed_precision)
+)
+PLAIN_ONLY = (INT8, MIXED)  # precisions that decode plainly only (no lossless speculation)
+INT4 = "int4"  # bf16 activations, 4-bit weights (engine.runtime.int4); lossless speculation kept
 
 
-AUTO = "auto"   # int4 where it is faster and changes no weight (``prefers_int4``), else default_dtype
+AUTO = (
+    "auto"  # int4 where it is faster and changes no weight (``prefers_int4``), else default_dtype
+)
 
 
 def prefers_int4(device: torch.device | str) -> bool:
@@ -49,8 +59,12 @@ def prefers_int4(device: torch.device | str) -> bool:
     elsewhere ``--dtype int4`` is there to try) whose int4 kernels beat bf16 in a quick probe."""
     from .int4 import int4_available, int4_is_faster
 
-    return torch.device(device).type == "cpu" and cpu_has_fast_bf16() and int4_available() \
+    return (
+        torch.device(device).type == "cpu"
+        and cpu_has_fast_bf16()
+        and int4_available()
         and int4_is_faster(torch.get_num_threads())
+    )
 
 
 def fastest_dtype(device: torch.device | str) -> torch.dtype | str:
@@ -74,4 +88,6 @@ def parse_dtype(name: str | torch.dtype | None, device: torch.device | str) -> t
     try:
         return DTYPES[name.lower()]
     except KeyError:
-        raise ValueError(f"unknown dtype {name!r}; use one of {', '.join(DTYPES)}, int4, int8, mixed or auto") from None
+        raise ValueError(
+            f"unknown dtype {name!r}; use one of {', '.join(DTYPES)}, int4, int8, mixed or auto"
+        ) from None

@@ -50,11 +50,13 @@ from .layout import TreeLayout
 from .lean_step import LeanInt4Pass, use_lean_pass
 from .model import Attention, RowwiseAttention, Transformer
 
-ROW_COUNTS = (1, 2, 3, 4, 8, 16)   # candidate minimum pass sizes, smallest first
+ROW_COUNTS = (1, 2, 3, 4, 8, 16)  # candidate minimum pass sizes, smallest first
 HALF = (torch.bfloat16, torch.float16)
-LANE_STRIDE = 32   # tree columns this many slots apart (see the module docstring)
-KEY_BLOCK = 512    # the CPU attention kernel's block of keys: a key must sit in the block of its position
-_PROBED: dict[tuple, int] = {}   # (shape, dtype, device, threads) -> minimum rows
+LANE_STRIDE = 32  # tree columns this many slots apart (see the module docstring)
+KEY_BLOCK = (
+    512  # the CPU attention kernel's block of keys: a key must sit in the block of its position
+)
+_PROBED: dict[tuple, int] = {}  # (shape, dtype, device, threads) -> minimum rows
 
 
 def min_exact_rows(weight: torch.Tensor) -> int:
@@ -73,7 +75,10 @@ def _probe(weight: torch.Tensor) -> int:
     out_features, in_features = weight.shape
     rows = max(16, min(64, 65536 // out_features))
     gen = torch.Generator().manual_seed(0)
-    x = torch.randn(rows, in_features, generator=gen) * torch.randn(rows, in_features, generator=gen).exp()
+    x = (
+        torch.randn(rows, in_features, generator=gen)
+        * torch.randn(rows, in_features, generator=gen).exp()
+    )
     x = x.to(weight.dtype).to(weight.device)
     with torch.inference_mode():
         whole = F.linear(x, weight)
@@ -87,12 +92,13 @@ def _probe(weight: torch.Tensor) -> int:
 
 
 def _chunked(x: torch.Tensor, weight: torch.Tensor, m: int) -> torch.Tensor:
-    return torch.cat([F.linear(x[i:i + m], weight) for i in range(0, x.shape[0], m)])
+    return torch.cat([F.linear(x[i : i + m], weight) for i in range(0, x.shape[0], m)])
 
 
 @functools.lru_cache(maxsize=None)
-def shifted_keys_stay_exact(dtype: torch.dtype, kv_heads: int, group: int, head_dim: int,
-                            trials: int = 24) -> bool:
+def shifted_keys_stay_exact(
+    dtype: torch.dtype, kv_heads: int, group: int, head_dim: int, trials: int = 24
+) -> bool:
     """Whether ``attend_rows`` gives a draft node in column 1 (its keys ``LANE_STRIDE`` slots
     right of their positions) the numbers of the plain step at its position. The values make
     the sum's order visible: equal scores (zero queries) over values of +-2**30 and small ones,
@@ -103,7 +109,7 @@ def shifted_keys_stay_exact(dtype: torch.dtype, kv_heads: int, group: int, head_
     depth, heads = 4, (1, kv_heads)
     for _ in range(trials):
         prefix = int(torch.randint(40, KEY_BLOCK - LANE_STRIDE - depth - 2, (1,), generator=gen))
-        count = prefix + 1 + depth                       # keys in plain order: prefix + root, then the chain
+        count = prefix + 1 + depth  # keys in plain order: prefix + root, then the chain
         keys = torch.randn(heads + (count, head_dim), generator=gen).to(dtype)
         values = _order_revealing_values(heads + (count, head_dim), gen).to(dtype)
         rows = torch.zeros(depth, kv_heads, group, head_dim, dtype=dtype)
@@ -112,8 +118,11 @@ def shifted_keys_stay_exact(dtype: torch.dtype, kv_heads: int, group: int, head_
         for j in range(depth):
             seen = prefix + 2 + j
             contiguous = list(range(seen))
-            plain = attend_rows(rows[j:j + 1], *_laid_out(keys[:, :, :seen], values[:, :, :seen], contiguous, gen),
-                                _visible(1, contiguous))
+            plain = attend_rows(
+                rows[j : j + 1],
+                *_laid_out(keys[:, :, :seen], values[:, :, :seen], contiguous, gen),
+                _visible(1, contiguous),
+            )
             if not torch.equal(plain[0], tree[j]):
                 return False
     return True
@@ -122,11 +131,14 @@ def shifted_keys_stay_exact(dtype: torch.dtype, kv_heads: int, group: int, head_
 def _order_revealing_values(shape: tuple, gen: torch.Generator) -> torch.Tensor:
     sign = torch.randint(0, 2, shape, generator=gen) * 2.0 - 1
     big = torch.randint(0, 2, shape, generator=gen).bool()
-    return torch.where(big, sign * 2.0 ** 30, sign * 2.0 ** torch.randint(-4, 4, shape, generator=gen))
+    return torch.where(
+        big, sign * 2.0**30, sign * 2.0 ** torch.randint(-4, 4, shape, generator=gen)
+    )
 
 
-def _laid_out(keys: torch.Tensor, values: torch.Tensor, slots: list[int],
-              gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def _laid_out(
+    keys: torch.Tensor, values: torch.Tensor, slots: list[int], gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """K and V [1, H, span, D] with the given keys at ``slots`` and garbage elsewhere."""
     shape = keys.shape[:2] + (_span(slots), keys.shape[3])
     k = torch.randn(shape, generator=gen).to(keys.dtype)
@@ -139,7 +151,7 @@ def _visible(rows: int, slots: list[int]) -> torch.Tensor:
     """Row j of the last ``rows`` slots sees every slot before it and itself."""
     mask = torch.zeros(rows, _span(slots), dtype=torch.bool)
     for j in range(rows):
-        mask[j, slots[:len(slots) - rows + j + 1]] = True
+        mask[j, slots[: len(slots) - rows + j + 1]] = True
     return mask
 
 
@@ -157,7 +169,9 @@ class PaddedLinear(nn.Linear):
             return F.linear(x, self.weight, self.bias)
         flat = x.reshape(rows, self.in_features)
         padded = torch.cat([flat, flat.new_zeros(need - rows, self.in_features)])
-        return F.linear(padded, self.weight, self.bias)[:rows].reshape(*x.shape[:-1], self.out_features)
+        return F.linear(padded, self.weight, self.bias)[:rows].reshape(
+            *x.shape[:-1], self.out_features
+        )
 
     def _need(self) -> int:
         """``min_exact_rows`` of this weight at the current thread count, remembered per layer."""
@@ -185,9 +199,13 @@ def make_rows_exact(model: Transformer) -> Transformer:
         elif type(module) is Attention:
             module.__class__ = RowwiseAttention
     cfg = model.config
-    shifted_ok = shifted_keys_stay_exact(model.dtype, cfg.num_key_value_heads,
-                                         cfg.num_attention_heads // cfg.num_key_value_heads, cfg.head_dim)
+    shifted_ok = shifted_keys_stay_exact(
+        model.dtype,
+        cfg.num_key_value_heads,
+        cfg.num_attention_heads // cfg.num_key_value_heads,
+        cfg.head_dim,
+    )
     model.layout = TreeLayout(LANE_STRIDE, max_columns=None if shifted_ok else 1)
-    if LeanInt4Pass.supports(model):       # the same numbers after the prompt, without module dispatch
+    if LeanInt4Pass.supports(model):  # the same numbers after the prompt, without module dispatch
         use_lean_pass(model, LeanInt4Pass(model))
     return model

@@ -37,17 +37,23 @@ from torch import nn
 
 from .model import Transformer
 
-GROUP = 32          # weights per scale/offset pair along the input dimension
-LEVELS = 15         # 4-bit codes 0..15
-WIDE_ROWS = 64      # passes of more rows than this run in bf16 (see the module docstring)
-INT8_ALIGN = 32     # the int8 kernel reads inputs in blocks (it crashed on sizes not a multiple of 16)
-LowRank = tuple[torch.Tensor, torch.Tensor]   # (A [rank, in], scale * B [out, rank])
+GROUP = 32  # weights per scale/offset pair along the input dimension
+LEVELS = 15  # 4-bit codes 0..15
+WIDE_ROWS = 64  # passes of more rows than this run in bf16 (see the module docstring)
+INT8_ALIGN = 32  # the int8 kernel reads inputs in blocks (it crashed on sizes not a multiple of 16)
+LowRank = tuple[torch.Tensor, torch.Tensor]  # (A [rank, in], scale * B [out, rank])
 
 
 def int4_available() -> bool:
     """This PyTorch build has the CPU int4 and int8 weight kernels."""
-    return all(hasattr(torch, name) for name in (
-        "_weight_int4pack_mm_for_cpu", "_convert_weight_to_int4pack_for_cpu", "_weight_int8pack_mm"))
+    return all(
+        hasattr(torch, name)
+        for name in (
+            "_weight_int4pack_mm_for_cpu",
+            "_convert_weight_to_int4pack_for_cpu",
+            "_weight_int8pack_mm",
+        )
+    )
 
 
 def pack_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
@@ -57,7 +63,9 @@ def pack_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     of its group: ~0 when the weights were 4-bit already, up to 0.5 for arbitrary ones."""
     out_features, in_features = weight.shape
     if in_features % GROUP:
-        raise ValueError(f"int4 needs the input size to be a multiple of {GROUP}, got {in_features}")
+        raise ValueError(
+            f"int4 needs the input size to be a multiple of {GROUP}, got {in_features}"
+        )
     groups = weight.detach().float().reshape(out_features, in_features // GROUP, GROUP)
     low, high = groups.amin(-1), groups.amax(-1)
     scale = ((high - low) / LEVELS).clamp(min=torch.finfo(torch.float32).tiny)
@@ -67,7 +75,9 @@ def pack_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
     offset16 = (low + 8 * scale).to(torch.bfloat16)
     dequantized = (codes - 8) * scale16.float()[..., None] + offset16.float()[..., None]
     distance = float(((groups - dequantized).abs().amax(-1) / scale).max())
-    packed = torch._convert_weight_to_int4pack_for_cpu(codes.reshape(out_features, in_features).to(torch.int32), 1)
+    packed = torch._convert_weight_to_int4pack_for_cpu(
+        codes.reshape(out_features, in_features).to(torch.int32), 1
+    )
     scales_offsets = torch.stack([scale16, offset16], dim=-1).transpose(0, 1).contiguous()
     return packed, scales_offsets, dequantized.reshape(out_features, in_features), distance
 
@@ -89,12 +99,16 @@ class Int8Linear(nn.Module):
         super().__init__()
         self.out_features, self.in_features = weight.shape
         weight = weight.detach()
-        self.pad = -self.in_features % INT8_ALIGN          # zero columns the kernel needs (zero inputs then)
+        self.pad = (
+            -self.in_features % INT8_ALIGN
+        )  # zero columns the kernel needs (zero inputs then)
         scale = (weight.float().abs().amax(1) / 127).clamp(min=torch.finfo(torch.float32).tiny)
         codes = (F.pad(weight.float(), (0, self.pad)) / scale[:, None]).round().clamp(-127, 127)
         self.register_buffer("codes", codes.to(torch.int8), persistent=False)
         self.register_buffer("scales", scale.to(torch.bfloat16), persistent=False)
-        self.weight = weight.to(torch.bfloat16)      # for passes over WIDE_ROWS rows (may be the embeddings)
+        self.weight = weight.to(
+            torch.bfloat16
+        )  # for passes over WIDE_ROWS rows (may be the embeddings)
         self.bias = None if bias is None else bias.detach().to(torch.bfloat16)
 
     def tensors(self, prefix: str, skip_weight: bool = False) -> dict[str, torch.Tensor]:
@@ -107,7 +121,9 @@ class Int8Linear(nn.Module):
         return out
 
     @classmethod
-    def restore(cls, prefix: str, tensors: dict[str, torch.Tensor], weight: torch.Tensor | None = None) -> "Int8Linear":
+    def restore(
+        cls, prefix: str, tensors: dict[str, torch.Tensor], weight: torch.Tensor | None = None
+    ) -> "Int8Linear":
         """The layer ``tensors`` describes (see ``tensors``), without quantizing again."""
         layer = cls.__new__(cls)
         nn.Module.__init__(layer)
@@ -147,14 +163,20 @@ class Int4Linear(nn.Module):
         self.register_buffer("scales_offsets", scales_offsets, persistent=False)
         # the same weights in bf16, for passes over WIDE_ROWS rows
         self.register_buffer("weight", dequantized.to(torch.bfloat16), persistent=False)
-        self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach().to(torch.bfloat16),
-                                                                  requires_grad=False)
+        self.bias = (
+            None
+            if linear.bias is None
+            else nn.Parameter(linear.bias.detach().to(torch.bfloat16), requires_grad=False)
+        )
         self.down, self.up = _low_rank_layers(*low_rank) if low_rank is not None else (None, None)
 
     def tensors(self, prefix: str) -> dict[str, torch.Tensor]:
         """Everything ``restore`` needs, by name."""
-        out = {f"{prefix}.packed": self.packed, f"{prefix}.scales_offsets": self.scales_offsets,
-               f"{prefix}.weight": self.weight}
+        out = {
+            f"{prefix}.packed": self.packed,
+            f"{prefix}.scales_offsets": self.scales_offsets,
+            f"{prefix}.weight": self.weight,
+        }
         if self.bias is not None:
             out[f"{prefix}.bias"] = self.bias.data
         if self.down is not None:
@@ -167,27 +189,35 @@ class Int4Linear(nn.Module):
         layer = cls.__new__(cls)
         nn.Module.__init__(layer)
         layer.out_features, layer.in_features = tensors[f"{prefix}.weight"].shape
-        layer.grid_distance = float("nan")            # not stored: the store keeps the model's
+        layer.grid_distance = float("nan")  # not stored: the store keeps the model's
         for name in ("packed", "scales_offsets", "weight"):
             layer.register_buffer(name, tensors[f"{prefix}.{name}"], persistent=False)
         bias = tensors.get(f"{prefix}.bias")
         layer.bias = None if bias is None else nn.Parameter(bias, requires_grad=False)
         tuned = f"{prefix}.down.codes" in tensors
-        layer.down, layer.up = (Int8Linear.restore(f"{prefix}.down", tensors), Int8Linear.restore(f"{prefix}.up", tensors)) \
-            if tuned else (None, None)
+        layer.down, layer.up = (
+            (
+                Int8Linear.restore(f"{prefix}.down", tensors),
+                Int8Linear.restore(f"{prefix}.up", tensors),
+            )
+            if tuned
+            else (None, None)
+        )
         return layer
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.to(torch.bfloat16)
         out = _rows_through(x, self, self.rows)
         if self.down is not None and x.numel() // self.in_features > WIDE_ROWS:
-            out = out + self.up(self.down(x))               # (the kernel path adds them itself)
+            out = out + self.up(self.down(x))  # (the kernel path adds them itself)
         return out if self.bias is None else out + self.bias
 
     def rows(self, flat: torch.Tensor) -> torch.Tensor:
         """bf16 [rows, in] -> [rows, out] through the int4 kernel plus the low-rank terms (no bias)."""
         out = torch._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_offsets)
-        if self.down is not None:       # straight to the kernels: a module call per term cost ~2 ms a token
+        if (
+            self.down is not None
+        ):  # straight to the kernels: a module call per term cost ~2 ms a token
             out = out + self.up.rows(self.down.rows(flat))
         return out
 
@@ -202,7 +232,9 @@ def quantize_int4(model: Transformer, low_rank: dict[str, LowRank] | None = None
     low_rank = low_rank or {}
     unknown = set(low_rank) - {name for name, m in model.named_modules() if type(m) is nn.Linear}
     if unknown:
-        raise ValueError(f"low-rank terms for layers the model does not have: {sorted(unknown)[:3]}")
+        raise ValueError(
+            f"low-rank terms for layers the model does not have: {sorted(unknown)[:3]}"
+        )
     distance = 0.0
     for name, child in list(model.named_modules()):
         if type(child) is not nn.Linear or name == "lm_head":
@@ -213,7 +245,7 @@ def quantize_int4(model: Transformer, low_rank: dict[str, LowRank] | None = None
         setattr(model.get_submodule(parent), leaf, layer)
     with torch.no_grad():
         model.embed_tokens.weight.data = model.embed_tokens.weight.data.to(torch.bfloat16)
-    head = model.lm_head                        # after the embeddings: a tied head shares them in bf16
+    head = model.lm_head  # after the embeddings: a tied head shares them in bf16
     model.lm_head = Int8Linear(head.weight, head.bias)
     model.dtype, model.precision = torch.bfloat16, "int4"
     return distance
@@ -227,13 +259,21 @@ def rows_are_independent(threads: int) -> bool:
     linear = nn.Linear(4 * GROUP, 256, bias=False)
     with torch.no_grad():
         linear.weight.copy_(torch.randn(256, 4 * GROUP, generator=gen) * 0.05)
-    x = (torch.randn(WIDE_ROWS, 4 * GROUP, generator=gen) *
-         torch.randn(WIDE_ROWS, 4 * GROUP, generator=gen).exp()).to(torch.bfloat16)
-    low_rank = (torch.randn(16, 4 * GROUP, generator=gen) * 0.05, torch.randn(256, 16, generator=gen) * 0.05)
+    x = (
+        torch.randn(WIDE_ROWS, 4 * GROUP, generator=gen)
+        * torch.randn(WIDE_ROWS, 4 * GROUP, generator=gen).exp()
+    ).to(torch.bfloat16)
+    low_rank = (
+        torch.randn(16, 4 * GROUP, generator=gen) * 0.05,
+        torch.randn(256, 16, generator=gen) * 0.05,
+    )
     with torch.inference_mode():
         for layer in (Int4Linear(linear, low_rank), Int8Linear(linear.weight)):
-            alone = torch.cat([layer(x[i:i + 1]) for i in range(WIDE_ROWS)])
-            if not all(torch.equal(layer(x[:rows]), alone[:rows]) for rows in (2, 3, 5, 8, 17, 33, WIDE_ROWS)):
+            alone = torch.cat([layer(x[i : i + 1]) for i in range(WIDE_ROWS)])
+            if not all(
+                torch.equal(layer(x[:rows]), alone[:rows])
+                for rows in (2, 3, 5, 8, 17, 33, WIDE_ROWS)
+            ):
                 return False
     return True
 

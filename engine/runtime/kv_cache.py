@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-KEY_ALIGN = 64   # keys per attention span: a multiple of every CPU vector width (4-16 floats)
+KEY_ALIGN = 64  # keys per attention span: a multiple of every CPU vector width (4-16 floats)
 
 
 def aligned(length: int) -> int:
@@ -37,18 +37,40 @@ class CacheFullError(RuntimeError):
 
 
 class KVCache:
-    def __init__(self, num_layers: int, batch: int, num_kv_heads: int, head_dim: int,
-                 capacity: int, dtype: torch.dtype, device: torch.device | str = "cpu", *,
-                 spans: bool = False) -> None:
+    def __init__(
+        self,
+        num_layers: int,
+        batch: int,
+        num_kv_heads: int,
+        head_dim: int,
+        capacity: int,
+        dtype: torch.dtype,
+        device: torch.device | str = "cpu",
+        *,
+        spans: bool = False,
+    ) -> None:
         # spans: storage up to aligned(capacity), for models that read keys in aligned spans
-        shape = (num_layers, batch, num_kv_heads, aligned(capacity) if spans else capacity, head_dim)
+        shape = (
+            num_layers,
+            batch,
+            num_kv_heads,
+            aligned(capacity) if spans else capacity,
+            head_dim,
+        )
         self.k = torch.zeros(shape, dtype=dtype, device=device)  # [L, B, Hkv, S, D]
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.capacity = capacity
         self.length = 0
 
-    def write(self, layer: int, start: int, k: torch.Tensor, v: torch.Tensor, span: int | None = None,
-              slots: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def write(
+        self,
+        layer: int,
+        start: int,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        span: int | None = None,
+        slots: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Store k, v [B, Hkv, T, D] at slots start.. (or at ``slots`` [T], each >= start) and
         return the views of slots [0, span) (default: up to the last slot written)."""
         end = start + k.shape[2] if slots is None else int(slots.max()) + 1
@@ -67,7 +89,7 @@ class KVCache:
         out = []
         for row in range(self.k.shape[1]):
             view = KVCache.__new__(KVCache)
-            view.k, view.v = self.k[:, row: row + 1], self.v[:, row: row + 1]
+            view.k, view.v = self.k[:, row : row + 1], self.v[:, row : row + 1]
             view.capacity, view.length = self.capacity, 0
             out.append(view)
         return out

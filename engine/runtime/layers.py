@@ -30,13 +30,19 @@ class RotaryEmbedding(nn.Module):
     def __init__(self, head_dim: int, theta: float, max_positions: int) -> None:
         super().__init__()
         # built on the CPU even inside a meta-device context (meta arange imports torch._dynamo)
-        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64, device="cpu") / head_dim))
-        angles = torch.outer(torch.arange(max_positions, dtype=torch.float64, device="cpu"), inv_freq)
+        inv_freq = 1.0 / (
+            theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64, device="cpu") / head_dim)
+        )
+        angles = torch.outer(
+            torch.arange(max_positions, dtype=torch.float64, device="cpu"), inv_freq
+        )
         angles = torch.cat([angles, angles], dim=-1)
         self.register_buffer("cos", angles.cos().float(), persistent=False)
         self.register_buffer("sin", angles.sin().float(), persistent=False)
 
-    def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, positions: torch.Tensor, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """positions [T] or [B, T] -> cos, sin broadcastable to [B, H, T, D]."""
         cos, sin = self.cos[positions].to(dtype), self.sin[positions].to(dtype)
         if positions.dim() == 1:
@@ -67,8 +73,9 @@ class SwiGLU(nn.Module):
         return self.down_proj(F.silu(gate) * up)
 
 
-def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-           causal: bool) -> torch.Tensor:
+def attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, causal: bool
+) -> torch.Tensor:
     """SDPA with grouped KV heads, without copying K/V per query head.
 
     q [B, H, T, D]; k, v [B, Hkv, S, D]; mask bool [T, S] or [B, 1, T, S] (True = attend).
@@ -87,7 +94,9 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
     return out.reshape(b, h, t, d)
 
 
-def attend_rowwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def attend_rowwise(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
     """``attend`` for one sequence with every query token as its own batch element over the
     shared (expanded, not copied) K/V, on one thread: a token's numbers are then those of a
     single-token pass over the same keys, however many tokens share the pass (the fused
@@ -95,18 +104,24 @@ def attend_rowwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torc
     order). q [1, H, T, D]; k, v [1, Hkv, S, D]; mask bool [T, S] or [1, 1, T, S]."""
     _, h, t, d = q.shape
     hkv = k.shape[1]
-    rows = q[0].reshape(hkv, h // hkv, t, d).permute(2, 0, 1, 3)            # [T, Hkv, G, D]
+    rows = q[0].reshape(hkv, h // hkv, t, d).permute(2, 0, 1, 3)  # [T, Hkv, G, D]
     return attend_rows(rows, k, v, mask).permute(1, 2, 0, 3).reshape(1, h, t, d)
 
 
-def attend_rows(rows: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def attend_rows(
+    rows: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
     """The SDPA call of ``attend_rowwise``: query rows [T, Hkv, G, D], each token its own batch
     element over k, v [1, Hkv, S, D], on one thread; mask bool, T x S elements. -> [T, Hkv, G, D]."""
     t = rows.shape[0]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return F.scaled_dot_product_attention(rows, k.expand(t, -1, -1, -1), v.expand(t, -1, -1, -1),
-                                              attn_mask=mask.reshape(t, 1, 1, -1))
+        return F.scaled_dot_product_attention(
+            rows,
+            k.expand(t, -1, -1, -1),
+            v.expand(t, -1, -1, -1),
+            attn_mask=mask.reshape(t, 1, 1, -1),
+        )
     finally:
         torch.set_num_threads(threads)

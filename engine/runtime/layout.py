@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class TreeLayout:
-    lane_stride: int = 0                # 0: contiguous rows after the prefix
-    max_columns: int | None = None      # draft-tree columns a pass may verify; None: all
+    lane_stride: int = 0  # 0: contiguous rows after the prefix
+    max_columns: int | None = None  # draft-tree columns a pass may verify; None: all
 
     @property
     def lanes(self) -> bool:

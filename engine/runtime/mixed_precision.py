@@ -28,9 +28,11 @@ class MixedLinear(nn.Module):
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
-        self.weight = linear.weight               # kept as is: may be tied to the embeddings
+        self.weight = linear.weight  # kept as is: may be tied to the embeddings
         self.bias = linear.bias
-        self.register_buffer("step_weight", linear.weight.detach().to(torch.bfloat16), persistent=False)
+        self.register_buffer(
+            "step_weight", linear.weight.detach().to(torch.bfloat16), persistent=False
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.numel() != x.shape[-1]:
@@ -46,7 +48,9 @@ def use_mixed_precision(model: nn.Module) -> nn.Module:
         for name, child in list(parent.named_children()):
             if name in QUANTIZED_LAYERS and type(child) is nn.Linear:
                 if child.weight.dtype != torch.float32:
-                    raise ValueError(f"mixed precision needs float32 weights, got {child.weight.dtype}")
+                    raise ValueError(
+                        f"mixed precision needs float32 weights, got {child.weight.dtype}"
+                    )
                 setattr(parent, name, MixedLinear(child))
     if LeanStep.supports(model):
         use_lean_pass(model, LeanStep(model))

@@ -30,40 +30,66 @@ from .layers import RMSNorm, RotaryEmbedding, SwiGLU, apply_rotary, attend, atte
 
 @dataclass
 class ForwardOutput:
-    logits: torch.Tensor | None      # [B, n, V] at the requested rows
-    taps: torch.Tensor | None         # [B, T, 3H]: inputs of the three tap layers, low|mid|high
+    logits: torch.Tensor | None  # [B, n, V] at the requested rows
+    taps: torch.Tensor | None  # [B, T, 3H]: inputs of the three tap layers, low|mid|high
 
 
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig, dtype: torch.dtype) -> None:
         super().__init__()
-        self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        self.heads, self.kv_heads, self.head_dim = (
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+        )
         out = (self.heads + 2 * self.kv_heads) * self.head_dim
         self.qkv_proj = nn.Linear(cfg.hidden_size, out, bias=cfg.attention_bias, dtype=dtype)
-        self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False, dtype=dtype)
+        self.o_proj = nn.Linear(
+            self.heads * self.head_dim, cfg.hidden_size, bias=False, dtype=dtype
+        )
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
 
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], cache: KVCache,
-                layer: int, start: int, mask: torch.Tensor | None, slots: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        cache: KVCache,
+        layer: int,
+        start: int,
+        mask: torch.Tensor | None,
+        slots: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Attention of x's tokens (written at slots start.., or at ``slots``) over the cache;
         keys span ``mask``'s width."""
         b, t, _ = x.shape
         q, k, v = self.qkv_proj(x).split(
-            [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], dim=-1)
-        q = q.view(b, t, self.heads, self.head_dim).transpose(1, 2)       # [B, H, T, D]
-        k = k.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)    # [B, Hkv, T, D]
+            [
+                self.heads * self.head_dim,
+                self.kv_heads * self.head_dim,
+                self.kv_heads * self.head_dim,
+            ],
+            dim=-1,
+        )
+        q = q.view(b, t, self.heads, self.head_dim).transpose(1, 2)  # [B, H, T, D]
+        k = k.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)  # [B, Hkv, T, D]
         v = v.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         span = None if mask is None else mask.shape[-1]
-        k_all, v_all = cache.write(layer, start, k, v, span, slots)       # [B, Hkv, span, D]
+        k_all, v_all = cache.write(layer, start, k, v, span, slots)  # [B, Hkv, span, D]
         out = self.attend(q, k_all, v_all, mask, start)
         return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
-               start: int) -> torch.Tensor:
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None,
+        start: int,
+    ) -> torch.Tensor:
         """q [B, H, T, D] over k, v [B, Hkv, S, D] (causal in a prompt's first pass) -> [B, H, T, D]."""
         return attend(q, k, v, mask, causal=(start == 0 and q.shape[2] > 1))
 
@@ -73,7 +99,7 @@ class RowwiseAttention(Attention):
     (``attend_rowwise``): a row's numbers are its single-token step's (``engine.runtime.exact_rows``)."""
 
     def attend(self, q, k, v, mask, start):
-        if start > 0 and q.shape[0] == 1:          # exactness is promised at batch 1
+        if start > 0 and q.shape[0] == 1:  # exactness is promised at batch 1
             return attend_rowwise(q, k, v, mask)
         return super().attend(q, k, v, mask, start)
 
@@ -86,7 +112,9 @@ class KernelAttention(Attention):
 
     def attend(self, q, k, v, mask, start):
         if start > 0 and q.shape[0] == 1 and (mask is None or mask.dim() == 2):
-            every_key = mask if mask is not None else q.new_ones(q.shape[2], k.shape[2], dtype=torch.bool)
+            every_key = (
+                mask if mask is not None else q.new_ones(q.shape[2], k.shape[2], dtype=torch.bool)
+            )
             return self.kernel(q, k, v, every_key)
         return super().attend(q, k, v, mask, start)
 
@@ -111,7 +139,9 @@ class Block(nn.Module):
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
-def aligned_mask(mask: torch.Tensor | None, start: int, t: int, device: torch.device) -> torch.Tensor | None:
+def aligned_mask(
+    mask: torch.Tensor | None, start: int, t: int, device: torch.device
+) -> torch.Tensor | None:
     """The mask of a pass after the prefix, widened with masked keys to an aligned span
     (``engine.runtime.kv_cache``: a row then computes what its own single-token step does).
     A prompt's first pass (empty prefix, no mask) stays causal without one."""
@@ -141,26 +171,46 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
         self.config, self.dtype = cfg, dtype
-        self.precision = str(dtype).removeprefix("torch.")   # "int4" once quantized (engine.runtime.int4)
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size, _weight=_embedding_init(cfg, dtype))
+        self.precision = str(dtype).removeprefix(
+            "torch."
+        )  # "int4" once quantized (engine.runtime.int4)
+        self.embed_tokens = nn.Embedding(
+            cfg.vocab_size, cfg.hidden_size, _weight=_embedding_init(cfg, dtype)
+        )
         self.layers = nn.ModuleList(Block(cfg, dtype) for _ in range(cfg.num_hidden_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False, dtype=dtype)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
-        self.layout = TreeLayout()       # engine.runtime.exact_rows sets lane-aligned rows
+        self.layout = TreeLayout()  # engine.runtime.exact_rows sets lane-aligned rows
 
     def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
         cfg = self.config
         capacity = capacity or cfg.max_position_embeddings
-        return KVCache(cfg.num_hidden_layers, batch, cfg.num_key_value_heads, cfg.head_dim,
-                       capacity, self.dtype, self.embed_tokens.weight.device, spans=self.layout.lanes)
+        return KVCache(
+            cfg.num_hidden_layers,
+            batch,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+            capacity,
+            self.dtype,
+            self.embed_tokens.weight.device,
+            spans=self.layout.lanes,
+        )
 
     @torch.inference_mode()
-    def forward(self, tokens: torch.Tensor, cache: KVCache, *, positions: torch.Tensor | None = None,
-                mask: torch.Tensor | None = None, logits_at: torch.Tensor | slice | None = None,
-                taps: bool = False, slots: torch.Tensor | None = None) -> ForwardOutput:
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        cache: KVCache,
+        *,
+        positions: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        logits_at: torch.Tensor | slice | None = None,
+        taps: bool = False,
+        slots: torch.Tensor | None = None,
+    ) -> ForwardOutput:
         """Run tokens [B, T] written at cache slots ``cache.length..``; the cache is not committed.
 
         positions: rope positions [T] (default: slot numbers); mask: bool [T, length+T]

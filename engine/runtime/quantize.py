@@ -22,8 +22,10 @@ QUANTIZED_LAYERS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"
 
 
 def int8_available() -> bool:
-    return "fbgemm" in torch.backends.quantized.supported_engines or \
-        "x86" in torch.backends.quantized.supported_engines
+    return (
+        "fbgemm" in torch.backends.quantized.supported_engines
+        or "x86" in torch.backends.quantized.supported_engines
+    )
 
 
 def _int8_linear(linear: nn.Linear) -> nn.Module:
@@ -43,7 +45,7 @@ def quantize_int8(model: nn.Module) -> nn.Module:
     if not int8_available():
         raise RuntimeError("this PyTorch build has no int8 CPU kernels (fbgemm/x86)")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")        # torch.ao deprecation notices
+        warnings.simplefilter("ignore")  # torch.ao deprecation notices
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):
                 if name in QUANTIZED_LAYERS and isinstance(child, nn.Linear):

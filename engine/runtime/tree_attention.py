@@ -26,25 +26,34 @@ from .layers import attend
 from .model import use_attention_kernel
 
 HALF = (torch.float16, torch.bfloat16)
-PROBE_TOLERANCE = 2e-2   # bf16 outputs of two kernels summing in different orders
+PROBE_TOLERANCE = 2e-2  # bf16 outputs of two kernels summing in different orders
 
 
 def flashinfer_installed() -> bool:
     return importlib.util.find_spec("flashinfer") is not None
 
 
-def flashinfer_attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def flashinfer_attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
     """``layers.attend`` for one sequence: q [1, H, T, D]; k, v [1, Hkv, S, D]; mask bool [T, S]
     (True = attend) -> [1, H, T, D]."""
     import flashinfer
 
-    out = flashinfer.single_prefill_with_kv_cache(q[0].transpose(0, 1).contiguous(), k[0], v[0],
-                                                  custom_mask=mask.contiguous(), kv_layout="HND")
+    out = flashinfer.single_prefill_with_kv_cache(
+        q[0].transpose(0, 1).contiguous(),
+        k[0],
+        v[0],
+        custom_mask=mask.contiguous(),
+        kv_layout="HND",
+    )
     return out.transpose(0, 1)[None]
 
 
 @functools.lru_cache(maxsize=None)
-def flashinfer_agrees(dtype: torch.dtype, heads: int, kv_heads: int, head_dim: int, device: str) -> bool:
+def flashinfer_agrees(
+    dtype: torch.dtype, heads: int, kv_heads: int, head_dim: int, device: str
+) -> bool:
     """Whether FlashInfer runs here and matches SDPA on a tree mask over a strided cache view
     (random inputs, once per shape; any error, a JIT build that fails included, means no)."""
     if not flashinfer_installed():
@@ -53,15 +62,20 @@ def flashinfer_agrees(dtype: torch.dtype, heads: int, kv_heads: int, head_dim: i
     t, keys, storage = 9, 200, 256
     q = torch.randn(1, heads, t, head_dim, generator=gen, device=device).to(dtype)
     kv = torch.randn(2, 1, kv_heads, storage, head_dim, generator=gen, device=device).to(dtype)
-    k, v = kv[0, :, :, :keys], kv[1, :, :, :keys]          # a view over a longer cache, as the model reads it
+    k, v = (
+        kv[0, :, :, :keys],
+        kv[1, :, :, :keys],
+    )  # a view over a longer cache, as the model reads it
     mask = torch.rand(t, keys, generator=gen, device=device) < 0.7
-    mask[:, 0] = True                                        # every row sees at least one key
+    mask[:, 0] = True  # every row sees at least one key
     try:
         got = flashinfer_attend(q, k, v, mask)
     except Exception:  # noqa: BLE001 - not importable, no kernel for this shape, JIT failed, ...
         return False
     want = attend(q, k, v, mask, causal=False)
-    return bool(torch.allclose(got.float(), want.float(), atol=PROBE_TOLERANCE, rtol=PROBE_TOLERANCE))
+    return bool(
+        torch.allclose(got.float(), want.float(), atol=PROBE_TOLERANCE, rtol=PROBE_TOLERANCE)
+    )
 
 
 def use_flashinfer(model) -> bool:
@@ -70,8 +84,9 @@ def use_flashinfer(model) -> bool:
     cfg, device = model.config, model.embed_tokens.weight.device
     if device.type != "cuda" or model.dtype not in HALF:
         return False
-    if not flashinfer_agrees(model.dtype, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim,
-                             str(device)):
+    if not flashinfer_agrees(
+        model.dtype, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, str(device)
+    ):
         return False
     use_attention_kernel(model, flashinfer_attend)
     return True

@@ -77,7 +77,9 @@ class BatchLayout:
         self.cache.k, self.cache.v = self.cache.k[:, index], self.cache.v[:, index]
         self.valid, self.positions = self.valid[index], self.positions[index]
 
-    def commit_rows(self, start: int, kept: Sequence[Sequence[int]], positions: Sequence[int]) -> None:
+    def commit_rows(
+        self, start: int, kept: Sequence[Sequence[int]], positions: Sequence[int]
+    ) -> None:
         """Per row: move slots ``start + kept[r]`` to ``start..``; mark them valid with positions
         ``positions[r]..``; commit the longest row's count."""
         cache = self.cache
@@ -89,9 +91,11 @@ class BatchLayout:
             if not torch.equal(source, dest):
                 cache.k[:, row, :, dest] = cache.k[:, row, :, source]
                 cache.v[:, row, :, dest] = cache.v[:, row, :, source]
-            self.valid[row, start: start + longest] = False
-            self.valid[row, start: start + count] = True
-            self.positions[row, start: start + count] = torch.arange(first, first + count, device=dest.device)
+            self.valid[row, start : start + longest] = False
+            self.valid[row, start : start + count] = True
+            self.positions[row, start : start + count] = torch.arange(
+                first, first + count, device=dest.device
+            )
         cache.commit(longest)
 
     def ensure_room(self, needed: int) -> None:
@@ -102,13 +106,18 @@ class BatchLayout:
         counts = self.valid[:, : cache.length].sum(1)
         width = int(counts.max())
         if width + needed > cache.capacity:
-            raise RuntimeError(f"batch KV cache of {cache.capacity} slots cannot hold {width + needed}")
+            raise RuntimeError(
+                f"batch KV cache of {cache.capacity} slots cannot hold {width + needed}"
+            )
         k, v = torch.zeros_like(cache.k), torch.zeros_like(cache.v)
         valid, positions = torch.zeros_like(self.valid), torch.zeros_like(self.positions)
         for row in range(self.valid.shape[0]):
             slots = self.valid[row, : cache.length].nonzero().flatten()
             dest = torch.arange(width - len(slots), width, device=slots.device)
-            k[:, row, :, dest], v[:, row, :, dest] = cache.k[:, row, :, slots], cache.v[:, row, :, slots]
+            k[:, row, :, dest], v[:, row, :, dest] = (
+                cache.k[:, row, :, slots],
+                cache.v[:, row, :, slots],
+            )
             valid[row, dest], positions[row, dest] = True, self.positions[row, slots]
         cache.k, cache.v, self.valid, self.positions = k, v, valid, positions
         cache.rollback(0)
@@ -119,24 +128,26 @@ class BatchLayout:
 # ---- one sequence of the batch ---------------------------------------------------------------------
 @dataclass
 class _Row:
-    index: int                       # position in the caller's list
+    index: int  # position in the caller's list
     prompt: list[int]
     params: SamplingParams
     stop: StopChecker
     stats: DecodeStats
     generator: torch.Generator | None
     root: int = 0
-    length: int = 0                  # tokens in the target cache (the root's position)
+    length: int = 0  # tokens in the target cache (the root's position)
     root_out: torch.Tensor | None = None
     history: list[int] = field(default_factory=list)
     # tokens (and the target features before them) the drafter has not been fed yet: plain
     # rounds defer the catch-up until a round drafts again
     pending_taps: list[torch.Tensor] = field(default_factory=list)
     pending_tokens: list[int] = field(default_factory=list)
-    pending_first: int = 0           # position of the first pending token
+    pending_first: int = 0  # position of the first pending token
 
 
-def _left_padded(rows: Sequence[_Row], device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+def _left_padded(
+    rows: Sequence[_Row], device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """Prompt tokens [B, P] left-padded, positions [B, P], validity [B, P], P."""
     width = max(len(r.prompt) for r in rows)
     tokens = torch.zeros(len(rows), width, dtype=torch.long, device=device)
@@ -144,9 +155,9 @@ def _left_padded(rows: Sequence[_Row], device) -> tuple[torch.Tensor, torch.Tens
     valid = torch.zeros(len(rows), width, dtype=torch.bool, device=device)
     for i, r in enumerate(rows):
         n = len(r.prompt)
-        tokens[i, width - n:] = torch.tensor(r.prompt, device=device)
-        positions[i, width - n:] = torch.arange(n, device=device)
-        valid[i, width - n:] = True
+        tokens[i, width - n :] = torch.tensor(r.prompt, device=device)
+        positions[i, width - n :] = torch.arange(n, device=device)
+        valid[i, width - n :] = True
     return tokens, positions, valid, width
 
 
@@ -155,7 +166,9 @@ def _causal_valid_mask(valid: torch.Tensor, prefix: torch.Tensor | None = None) 
     query sees itself (padding included, so no row of the attention is empty)."""
     b, t = valid.shape
     causal = torch.ones(t, t, dtype=torch.bool, device=valid.device).tril()
-    new = (causal[None] & valid[:, None, :]) | torch.eye(t, dtype=torch.bool, device=valid.device)[None]
+    new = (causal[None] & valid[:, None, :]) | torch.eye(t, dtype=torch.bool, device=valid.device)[
+        None
+    ]
     if prefix is None:
         return new[:, None]
     return torch.cat([prefix[:, None, :] & valid[:, :, None], new], dim=-1)[:, None]
@@ -169,8 +182,8 @@ class BatchDraftPass:
         self.drafter, self.layout, self.rows = drafter, layout, rows
         self.base = layout.length
         self.outputs: list[dict[int, torch.Tensor]] = [{} for _ in rows]
-        self.slots: list[list[int]] = [[] for _ in rows]            # pool index per written slot, -1 = dummy
-        self.slot_positions: list[torch.Tensor] = []                 # [B, f] per pass
+        self.slots: list[list[int]] = [[] for _ in rows]  # pool index per written slot, -1 = dummy
+        self.slot_positions: list[torch.Tensor] = []  # [B, f] per pass
 
     def __enter__(self) -> "BatchDraftPass":
         return self
@@ -178,33 +191,45 @@ class BatchDraftPass:
     def __exit__(self, *exc) -> None:
         self.layout.cache.rollback(self.base)
 
-    def run(self, expansions: Sequence[TreeExpansion], k: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def run(
+        self, expansions: Sequence[TreeExpansion], k: int
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
         layout, cache, device = self.layout, self.layout.cache, self.layout.valid.device
         frontiers = [e.frontier() for e in expansions]
         width = max(len(f[0]) for f in frontiers)
         b, hidden_size = len(self.rows), self.drafter.config.hidden_size
-        hidden = torch.zeros(b, width, hidden_size, dtype=self.drafter.fc.weight.dtype, device=device)
+        hidden = torch.zeros(
+            b, width, hidden_size, dtype=self.drafter.fc.weight.dtype, device=device
+        )
         tokens = torch.zeros(b, width, dtype=torch.long, device=device)
         positions = torch.zeros(b, width, dtype=torch.long, device=device)
         written = len(self.slots[0])
         tree_mask = torch.zeros(b, width, written + width, dtype=torch.bool, device=device)
         real_query = torch.zeros(b, width, dtype=torch.bool, device=device)
-        for r, ((idx, toks, parents, depths), row, expansion) in enumerate(zip(frontiers, self.rows, expansions)):
+        for r, ((idx, toks, parents, depths), row, expansion) in enumerate(
+            zip(frontiers, self.rows, expansions)
+        ):
             f = len(idx)
             outs = self.outputs[r]
-            hidden[r, :f] = torch.stack([row.root_out if p < 0 else outs[p] for p in parents.tolist()])
+            hidden[r, :f] = torch.stack(
+                [row.root_out if p < 0 else outs[p] for p in parents.tolist()]
+            )
             tokens[r, :f], positions[r, :f] = toks, row.length - 1 + depths
             self.slots[r].extend(idx.tolist() + [-1] * (width - f))
             real = [i for i, s in enumerate(self.slots[r]) if s >= 0]
             ancestors = expansion.frontier_ancestor_mask(idx)[:, [self.slots[r][i] for i in real]]
             tree_mask[r, :f, real] = ancestors
-            tree_mask[r, f:, written + f: written + width] = True              # dummies: only dummy slots
+            tree_mask[r, f:, written + f : written + width] = True  # dummies: only dummy slots
             real_query[r, :f] = True
         self.slot_positions.append(positions)
-        prefix = layout.prefix_mask(width, self.base) & real_query[:, :, None]   # dummies skip the prefix
+        prefix = (
+            layout.prefix_mask(width, self.base) & real_query[:, :, None]
+        )  # dummies skip the prefix
         mask = torch.cat([prefix, tree_mask], dim=-1)[:, None]
         key_positions = torch.cat([layout.positions[:, : self.base], *self.slot_positions], dim=1)
-        out = self.drafter(hidden, tokens, cache, positions=positions, mask=mask, key_positions=key_positions)
+        out = self.drafter(
+            hidden, tokens, cache, positions=positions, mask=mask, key_positions=key_positions
+        )
         cache.commit(width)
         results = []
         for r, (idx, *_rest) in enumerate(frontiers):
@@ -213,7 +238,9 @@ class BatchDraftPass:
         return results
 
 
-def draft_trees(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], config: TreeConfig) -> list[DraftTree]:
+def draft_trees(
+    drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], config: TreeConfig
+) -> list[DraftTree]:
     """One EAGLE-2 tree per row (shape ``config``), drafted in batched passes."""
     if config.budget == 0:
         return [DraftTree.empty() for _ in rows]
@@ -227,8 +254,14 @@ def draft_trees(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], con
     return [e.finish() for e in expansions]
 
 
-def drafter_catch_up(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], taps: Sequence[torch.Tensor],
-                     tokens: Sequence[Sequence[int]], first_positions: Sequence[int]) -> None:
+def drafter_catch_up(
+    drafter: Drafter,
+    layout: BatchLayout,
+    rows: Sequence[_Row],
+    taps: Sequence[torch.Tensor],
+    tokens: Sequence[Sequence[int]],
+    first_positions: Sequence[int],
+) -> None:
     """Per row feed target features ``taps[r]`` [m, 3H] with the tokens that follow them."""
     device = layout.valid.device
     width = max(len(t) for t in tokens)
@@ -244,16 +277,24 @@ def drafter_catch_up(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row]
     start = layout.length
     mask = _causal_valid_mask(valid, layout.valid[:, :start])
     key_positions = torch.cat([layout.positions[:, :start], positions], dim=1)
-    out = drafter(drafter.fuse(feats), ids, layout.cache, positions=positions, mask=mask,
-                  key_positions=key_positions)
+    out = drafter(
+        drafter.fuse(feats),
+        ids,
+        layout.cache,
+        positions=positions,
+        mask=mask,
+        key_positions=key_positions,
+    )
     layout.cache.commit(width)
-    layout.valid[:, start: start + width] = valid
-    layout.positions[:, start: start + width] = positions
+    layout.valid[:, start : start + width] = valid
+    layout.positions[:, start : start + width] = positions
     for r, row in enumerate(rows):
         row.root_out = out[r, len(tokens[r]) - 1]
 
 
-def defer_catch_up(row: _Row, taps: torch.Tensor, tokens: Sequence[int], first_position: int) -> None:
+def defer_catch_up(
+    row: _Row, taps: torch.Tensor, tokens: Sequence[int], first_position: int
+) -> None:
     """Queue target features ``taps`` [m, 3H] and the m tokens that follow them for the drafter."""
     if not row.pending_tokens:
         row.pending_first = first_position
@@ -261,7 +302,9 @@ def defer_catch_up(row: _Row, taps: torch.Tensor, tokens: Sequence[int], first_p
     row.pending_tokens.extend(tokens)
 
 
-def flush_catch_up(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], config: TreeConfig) -> None:
+def flush_catch_up(
+    drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], config: TreeConfig
+) -> None:
     """Feed every row's queued tokens to the drafter in one pass, with room left for a tree of
     shape ``config`` (tree passes are rolled back before the next catch-up writes). A drafter
     with a sliding window is fed only the last ``window`` of them: the drafter is one layer, so
@@ -273,8 +316,14 @@ def flush_catch_up(drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row], 
     pending = max(len(row.pending_tokens) for row in rows)
     layout.ensure_room(pending + max(config.max_depth * config.top_k, config.budget + 1))
     if pending:
-        drafter_catch_up(drafter, layout, rows, [torch.cat(row.pending_taps) for row in rows],
-                         [row.pending_tokens for row in rows], [row.pending_first for row in rows])
+        drafter_catch_up(
+            drafter,
+            layout,
+            rows,
+            [torch.cat(row.pending_taps) for row in rows],
+            [row.pending_tokens for row in rows],
+            [row.pending_first for row in rows],
+        )
     for row in rows:
         row.pending_taps, row.pending_tokens = [], []
 
@@ -298,7 +347,9 @@ class SharedTarget:
     def __init__(self, model: Transformer, rows: Sequence[_Row], limit: TreeConfig) -> None:
         self.model = model
         width, budget = max(len(r.prompt) for r in rows), max(r.params.max_new_tokens for r in rows)
-        self.layout = BatchLayout(model.new_cache(width + budget + limit.budget + 2, batch=len(rows)), len(rows))
+        self.layout = BatchLayout(
+            model.new_cache(width + budget + limit.budget + 2, batch=len(rows)), len(rows)
+        )
 
     @property
     def length(self) -> int:
@@ -307,11 +358,19 @@ class SharedTarget:
     def prefill(self, rows: Sequence[_Row]) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits [B, V] after each prompt and each prompt's target features [P, 3H]."""
         tokens, positions, valid, width = _left_padded(rows, self.model.embed_tokens.weight.device)
-        out = self.model(tokens, self.layout.cache, positions=positions, mask=_causal_valid_mask(valid), taps=True,
-                         logits_at=slice(-1, None))
+        out = self.model(
+            tokens,
+            self.layout.cache,
+            positions=positions,
+            mask=_causal_valid_mask(valid),
+            taps=True,
+            logits_at=slice(-1, None),
+        )
         self.layout.cache.commit(width)
         self.layout.valid[:, :width], self.layout.positions[:, :width] = valid, positions
-        return out.logits[:, -1], [out.taps[r, width - len(row.prompt):] for r, row in enumerate(rows)]
+        return out.logits[:, -1], [
+            out.taps[r, width - len(row.prompt) :] for r, row in enumerate(rows)
+        ]
 
     def verify(self, rows: Sequence[_Row], trees: Sequence[DraftTree]):
         """One target pass over every row's (root, tree): (trees, logits [N+1, V] and taps [N+1, 3H] per row)."""
@@ -334,8 +393,9 @@ class SharedTarget:
 
     def commit(self, rows: Sequence[_Row], results) -> None:
         """Keep each row's root and accepted path (``result.kept_rows``) after the prefix."""
-        self.layout.commit_rows(self._start, [result.kept_rows for result in results],
-                                [row.length for row in rows])
+        self.layout.commit_rows(
+            self._start, [result.kept_rows for result in results], [row.length for row in rows]
+        )
 
     def keep(self, live: Sequence[int]) -> None:
         self.layout.keep(live)
@@ -350,11 +410,13 @@ class RowTargets:
 
     def __init__(self, model: Transformer, rows: Sequence[_Row], limit: TreeConfig) -> None:
         self.model = model
-        layout = model.layout if limit.top_k > 1 else replace(model.layout, max_columns=1)   # a chain: one column
+        layout = (
+            model.layout if limit.top_k > 1 else replace(model.layout, max_columns=1)
+        )  # a chain: one column
         room = tree_room(limit.budget, layout)
         longest = max(len(r.prompt) + r.params.max_new_tokens for r in rows)
         self.batch = model.new_cache(longest + room, batch=len(rows))
-        self.caches = self.batch.rows()          # row r's cache is batch row r (``keep`` re-packs)
+        self.caches = self.batch.rows()  # row r's cache is batch row r (``keep`` re-packs)
         self.slots: list[torch.Tensor] = []
 
     @staticmethod
@@ -366,7 +428,10 @@ class RowTargets:
         return max(cache.length for cache in self.caches)
 
     def prefill(self, rows: Sequence[_Row]) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        outs = [prefill(self.model, row.prompt, cache, taps=True) for row, cache in zip(rows, self.caches)]
+        outs = [
+            prefill(self.model, row.prompt, cache, taps=True)
+            for row, cache in zip(rows, self.caches)
+        ]
         return torch.stack([out.logits[0, -1] for out in outs]), [out.taps[0] for out in outs]
 
     def verify(self, rows: Sequence[_Row], trees: Sequence[DraftTree]):
@@ -375,7 +440,9 @@ class RowTargets:
         parts, self.slots = [], []
         for row, tree, cache in zip(rows, trees, self.caches):
             tokens, positions, mask, slots = verify_inputs(cache, row.root, tree, layout)
-            parts.append(RowPass(tokens[0], cache, positions, mask, slots if layout.lanes else None))
+            parts.append(
+                RowPass(tokens[0], cache, positions, mask, slots if layout.lanes else None)
+            )
             self.slots.append(slots)
         outs = lean_int4_pass(self.model).run_rows(parts, taps=True, batch=self.batch)
         return trees, [logits for logits, _ in outs], [taps for _, taps in outs]
@@ -402,15 +469,24 @@ def _draft_layout(drafter: Drafter, rows: Sequence[_Row], limit: TreeConfig) -> 
     max_nodes, draft_slots = limit.budget, limit.max_depth * limit.top_k
     width = max(len(r.prompt) for r in rows)
     budget = max(r.params.max_new_tokens for r in rows)
-    return BatchLayout(drafter.new_cache(width + budget + max(draft_slots, max_nodes + 2) + max_nodes + 1,
-                                         batch=len(rows)), len(rows))
+    return BatchLayout(
+        drafter.new_cache(
+            width + budget + max(draft_slots, max_nodes + 2) + max_nodes + 1, batch=len(rows)
+        ),
+        len(rows),
+    )
 
 
 @torch.inference_mode()
-def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompts: Sequence[Sequence[int]],
-                             params: Sequence[SamplingParams], stops: Sequence[StopChecker],
-                             stats: Sequence[DecodeStats] | None = None,
-                             planner: Planner | None = None) -> Iterator[tuple[int, list[int]]]:
+def decode_speculative_batch(
+    model: Transformer,
+    drafter: Drafter | None,
+    prompts: Sequence[Sequence[int]],
+    params: Sequence[SamplingParams],
+    stops: Sequence[StopChecker],
+    stats: Sequence[DecodeStats] | None = None,
+    planner: Planner | None = None,
+) -> Iterator[tuple[int, list[int]]]:
     """Yield (sequence index, accepted tokens) as rounds finish; each sequence's output equals its
     ``decode_speculative`` / ``decode_autoregressive`` output (greedy: exactly, in fp32 and with
     ``RowTargets``; see the module docstring).
@@ -422,14 +498,18 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
     planner = planner if planner is not None else FixedTree()
     limit = planner.batch_limit()
     if drafter is None and limit.budget:
-        raise ValueError("without a drafter only plain batched decoding (a budget-0 FixedTree) is possible")
+        raise ValueError(
+            "without a drafter only plain batched decoding (a budget-0 FixedTree) is possible"
+        )
     if any(not p for p in prompts):
         raise ValueError("every prompt needs at least one token")
     stats = list(stats) if stats is not None else [DecodeStats() for _ in prompts]
     if len(stats) != len(prompts):
         raise ValueError(f"got {len(stats)} DecodeStats for {len(prompts)} prompts")
-    rows = [_Row(i, list(p), sp, st, s, make_generator(sp.seed)) for i, (p, sp, st, s)
-            in enumerate(zip(prompts, params, stops, stats))]
+    rows = [
+        _Row(i, list(p), sp, st, s, make_generator(sp.seed))
+        for i, (p, sp, st, s) in enumerate(zip(prompts, params, stops, stats))
+    ]
     for row in rows:
         row.stats.prompt_tokens = len(row.prompt)
     rows = [r for r in rows if not r.stop.done]
@@ -450,8 +530,10 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
             yield row.index, emitted
         if not row.stop.done:
             live.append(r)
-    feeds_drafter = draft is not None and limit.budget > 0     # a planner that never drafts: nothing to queue
-    if feeds_drafter:           # the drafter's entries: target feature at position i + token i+1
+    feeds_drafter = (
+        draft is not None and limit.budget > 0
+    )  # a planner that never drafts: nothing to queue
+    if feeds_drafter:  # the drafter's entries: target feature at position i + token i+1
         for r, row in enumerate(rows):
             defer_catch_up(row, prompt_taps[r], row.prompt[1:] + [row.root], 0)
     rows = _keep(rows, live, target, draft)
@@ -464,14 +546,22 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
         trees = draft_trees(drafter, draft, rows, tree_config)
         t1 = time.perf_counter()
         trees, logits, taps = target.verify(rows, trees)
-        results = [verify(tree, logits[r][: tree.size + 1], row.stop.tokens, row.params, row.generator)
-                   for r, (row, tree) in enumerate(zip(rows, trees))]
+        results = [
+            verify(tree, logits[r][: tree.size + 1], row.stop.tokens, row.params, row.generator)
+            for r, (row, tree) in enumerate(zip(rows, trees))
+        ]
         t2 = time.perf_counter()
-        planner.observe_batch(tree_config, trees, results, t1 - t0, t2 - t1, [row.stats for row in rows])
+        planner.observe_batch(
+            tree_config, trees, results, t1 - t0, t2 - t1, [row.stats for row in rows]
+        )
         live = []
         for r, (row, tree, result) in enumerate(zip(rows, trees, results)):
             s = row.stats
-            s.draft_s, s.verify_s, s.target_forwards = s.draft_s + t1 - t0, s.verify_s + t2 - t1, s.target_forwards + 1
+            s.draft_s, s.verify_s, s.target_forwards = (
+                s.draft_s + t1 - t0,
+                s.verify_s + t2 - t1,
+                s.target_forwards + 1,
+            )
             s.record_round(result.num_accepted, tree.max_depth)
             emitted = commit_tokens(result.tokens, row.stop, s)
             if emitted:
@@ -489,8 +579,9 @@ def decode_speculative_batch(model: Transformer, drafter: Drafter | None, prompt
         rows = _keep(rows, live, target, draft)
 
 
-def _keep(rows: list[_Row], live: list[int], target: SharedTarget | RowTargets,
-          draft: BatchLayout | None) -> list[_Row]:
+def _keep(
+    rows: list[_Row], live: list[int], target: SharedTarget | RowTargets, draft: BatchLayout | None
+) -> list[_Row]:
     if len(live) == len(rows):
         return rows
     if live:

@@ -30,12 +30,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
 
-COPY_TABLE = "copy-table.bin.gz"   # the file name beside a drafter checkpoint
+COPY_TABLE = "copy-table.bin.gz"  # the file name beside a drafter checkpoint
 FORMAT = "promptx-copy-table"
 VERSION = 1
-MAX_ORDER = 4                 # longest context an n-gram table keys on
-LOCAL_ORDERS = (4, 3, 2)      # context lengths looked up in the request, longest first
-SHARE_SCALE = 1_000_000       # shares are stored as integers in millionths
+MAX_ORDER = 4  # longest context an n-gram table keys on
+LOCAL_ORDERS = (4, 3, 2)  # context lengths looked up in the request, longest first
+SHARE_SCALE = 1_000_000  # shares are stored as integers in millionths
 
 
 class CopyTableError(ValueError):
@@ -49,16 +49,26 @@ class CopyTableMismatch(CopyTableError):
 class NgramTable:
     """Context n-gram -> (most frequent next token, its share of that context's continuations)."""
 
-    def __init__(self, entries: dict[tuple[int, ...], tuple[int, float]], order: int,
-                 fingerprint: str | None = None) -> None:
+    def __init__(
+        self,
+        entries: dict[tuple[int, ...], tuple[int, float]],
+        order: int,
+        fingerprint: str | None = None,
+    ) -> None:
         self.entries, self.order, self.fingerprint = entries, order, fingerprint
 
     def __len__(self) -> int:
         return len(self.entries)
 
     @classmethod
-    def build(cls, sequences: Iterable[Sequence[int]], order: int = MAX_ORDER, min_count: int = 3,
-              min_share: float = 0.2, fingerprint: str | None = None) -> "NgramTable":
+    def build(
+        cls,
+        sequences: Iterable[Sequence[int]],
+        order: int = MAX_ORDER,
+        min_count: int = 3,
+        min_share: float = 0.2,
+        fingerprint: str | None = None,
+    ) -> "NgramTable":
         """Count every context of 1..``order`` tokens in ``sequences``; keep those seen ``min_count``
         times whose best next token has at least ``min_share`` of them. The share is discounted by
         one unseen continuation (count / (total + 1)), so a context seen 3 times out of 3 says 0.75."""
@@ -67,7 +77,7 @@ class NgramTable:
             tokens = list(sequence)
             for n in range(1, order + 1):
                 for i in range(len(tokens) - n):
-                    counts[tuple(tokens[i:i + n])][tokens[i + n]] += 1
+                    counts[tuple(tokens[i : i + n])][tokens[i + n]] += 1
         entries = {}
         for context, following in counts.items():
             token, best = following.most_common(1)[0]
@@ -87,11 +97,20 @@ class NgramTable:
     def save(self, path: str | Path) -> None:
         """A gzip file: one JSON header line, then the entries as little-endian int32 rows
         (order + 2 each: the context padded with -1, the token, the share in millionths)."""
-        header = {"format": FORMAT, "version": VERSION, "order": self.order, "entries": len(self.entries),
-                  "target_fingerprint": self.fingerprint}
+        header = {
+            "format": FORMAT,
+            "version": VERSION,
+            "order": self.order,
+            "entries": len(self.entries),
+            "target_fingerprint": self.fingerprint,
+        }
         rows = array("i")
         for context, (token, share) in sorted(self.entries.items()):
-            rows.extend(list(context) + [-1] * (self.order - len(context)) + [token, round(share * SHARE_SCALE)])
+            rows.extend(
+                list(context)
+                + [-1] * (self.order - len(context))
+                + [token, round(share * SHARE_SCALE)]
+            )
         if rows.itemsize != 4:
             raise CopyTableError("this platform's C int is not 32 bits")
         data = json.dumps(header, sort_keys=True).encode() + b"\n" + _little_endian(rows).tobytes()
@@ -106,21 +125,29 @@ class NgramTable:
                 body = stream.read()
         except (OSError, EOFError, ValueError) as exc:
             raise CopyTableError(f"cannot read copy table {path}: {exc}") from None
-        if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") != VERSION:
+        if (
+            not isinstance(header, dict)
+            or header.get("format") != FORMAT
+            or header.get("version") != VERSION
+        ):
             raise CopyTableError(f"{path} is not a version-{VERSION} promptx copy table")
         fingerprint = header.get("target_fingerprint")
         if expect_fingerprint is not None and fingerprint != expect_fingerprint:
-            raise CopyTableMismatch(f"copy table {path} was made for target {fingerprint}, not {expect_fingerprint}")
+            raise CopyTableMismatch(
+                f"copy table {path} was made for target {fingerprint}, not {expect_fingerprint}"
+            )
         order, count = int(header["order"]), int(header["entries"])
         rows = array("i")
         rows.frombytes(body)
         rows = _little_endian(rows)
         width = order + 2
         if len(rows) != count * width:
-            raise CopyTableError(f"copy table {path} is cut short ({len(rows)} numbers, {count * width} expected)")
+            raise CopyTableError(
+                f"copy table {path} is cut short ({len(rows)} numbers, {count * width} expected)"
+            )
         entries = {}
         for start in range(0, len(rows), width):
-            context = tuple(t for t in rows[start:start + order] if t >= 0)
+            context = tuple(t for t in rows[start : start + order] if t >= 0)
             entries[context] = (rows[start + order], rows[start + order + 1] / SHARE_SCALE)
         return cls(entries, order, fingerprint)
 
@@ -137,10 +164,10 @@ class RequestIndex:
     def extend(self, tokens: Sequence[int]) -> None:
         for token in tokens:
             self.tokens.append(token)
-            end = len(self.tokens) - 1          # the context ending before this token is now followed by it
+            end = len(self.tokens) - 1  # the context ending before this token is now followed by it
             for n in LOCAL_ORDERS:
                 if end >= n:
-                    self._ends[tuple(self.tokens[end - n:end])] = end
+                    self._ends[tuple(self.tokens[end - n : end])] = end
 
     def next_token(self, tail: Sequence[int]) -> int | None:
         """The token that followed the longest of ``tail``'s last n tokens (n in ``LOCAL_ORDERS``)."""
@@ -155,7 +182,9 @@ class RequestIndex:
 class CopyDrafter:
     """Copy drafts for one target: ``start`` a session per decode, ``propose`` chains from it."""
 
-    def __init__(self, table: NgramTable | None = None, max_length: int = 8, local_share: float = 0.5) -> None:
+    def __init__(
+        self, table: NgramTable | None = None, max_length: int = 8, local_share: float = 0.5
+    ) -> None:
         if max_length < 1 or not 0.0 < local_share <= 1.0:
             raise ValueError("copy drafts need max_length >= 1 and 0 < local_share <= 1")
         self.table, self.max_length, self.local_share = table, max_length, local_share

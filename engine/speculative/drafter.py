@@ -38,27 +38,33 @@ class DrafterConfig:
     num_key_value_heads: int
     head_dim: int
     intermediate_size: int
-    vocab_size: int                      # target vocabulary
-    draft_vocab_size: int                # == vocab_size without a reduced vocabulary
-    target_hidden_size: int              # hidden size of the target's taps (3 chunks of it)
+    vocab_size: int  # target vocabulary
+    draft_vocab_size: int  # == vocab_size without a reduced vocabulary
+    target_hidden_size: int  # hidden size of the target's taps (3 chunks of it)
     rms_norm_eps: float = 1e-5
     rope_theta: float = 10000.0
     max_position_embeddings: int = 2048
-    window: int | None = None            # sliding window in positions; None = full attention
-    chunk_norms: bool = False            # EAGLE-3.1 per-chunk norms before fc
-    lowrank_rank: int | None = None      # EAGLE-4 low-rank candidate head
-    lowrank_candidates: int = 64         # m: exact logits computed for these many candidates
+    window: int | None = None  # sliding window in positions; None = full attention
+    chunk_norms: bool = False  # EAGLE-3.1 per-chunk norms before fc
+    lowrank_rank: int | None = None  # EAGLE-4 low-rank candidate head
+    lowrank_candidates: int = 64  # m: exact logits computed for these many candidates
     target_fingerprint: str | None = None
 
     def __post_init__(self) -> None:
         if self.num_attention_heads % self.num_key_value_heads:
             raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
         if not 0 < self.draft_vocab_size <= self.vocab_size:
-            raise ValueError(f"draft_vocab_size {self.draft_vocab_size} must be in 1..{self.vocab_size}")
+            raise ValueError(
+                f"draft_vocab_size {self.draft_vocab_size} must be in 1..{self.vocab_size}"
+            )
         if self.window is not None and self.window < 1:
             raise ValueError(f"window must be >= 1 or None, not {self.window}")
-        if self.lowrank_rank is not None and not 0 < self.lowrank_rank <= min(self.hidden_size, self.draft_vocab_size):
-            raise ValueError(f"lowrank_rank {self.lowrank_rank} must be in 1..{min(self.hidden_size, self.draft_vocab_size)}")
+        if self.lowrank_rank is not None and not 0 < self.lowrank_rank <= min(
+            self.hidden_size, self.draft_vocab_size
+        ):
+            raise ValueError(
+                f"lowrank_rank {self.lowrank_rank} must be in 1..{min(self.hidden_size, self.draft_vocab_size)}"
+            )
         if self.lowrank_candidates < 1:
             raise ValueError("lowrank_candidates must be >= 1")
 
@@ -67,11 +73,16 @@ class DrafterConfig:
         """Default drafter for a target: same width, heads, head_dim, MLP and vocabulary."""
         mc = model_config
         values = dict(
-            hidden_size=mc.hidden_size, num_attention_heads=mc.num_attention_heads,
-            num_key_value_heads=mc.num_key_value_heads, head_dim=mc.head_dim,
-            intermediate_size=mc.intermediate_size, vocab_size=mc.vocab_size,
-            draft_vocab_size=mc.vocab_size, target_hidden_size=mc.hidden_size,
-            rms_norm_eps=mc.rms_norm_eps, rope_theta=mc.rope_theta,
+            hidden_size=mc.hidden_size,
+            num_attention_heads=mc.num_attention_heads,
+            num_key_value_heads=mc.num_key_value_heads,
+            head_dim=mc.head_dim,
+            intermediate_size=mc.intermediate_size,
+            vocab_size=mc.vocab_size,
+            draft_vocab_size=mc.vocab_size,
+            target_hidden_size=mc.hidden_size,
+            rms_norm_eps=mc.rms_norm_eps,
+            rope_theta=mc.rope_theta,
             max_position_embeddings=mc.max_position_embeddings,
         )
         unknown = set(overrides) - {f.name for f in fields(cls)}
@@ -84,23 +95,37 @@ class DrafterConfig:
 class DraftAttention(nn.Module):
     def __init__(self, c: DrafterConfig, dtype: torch.dtype) -> None:
         super().__init__()
-        self.heads, self.kv_heads, self.head_dim = c.num_attention_heads, c.num_key_value_heads, c.head_dim
+        self.heads, self.kv_heads, self.head_dim = (
+            c.num_attention_heads,
+            c.num_key_value_heads,
+            c.head_dim,
+        )
         self.q_proj = nn.Linear(2 * c.hidden_size, self.heads * c.head_dim, bias=False, dtype=dtype)
-        self.k_proj = nn.Linear(2 * c.hidden_size, self.kv_heads * c.head_dim, bias=False, dtype=dtype)
-        self.v_proj = nn.Linear(2 * c.hidden_size, self.kv_heads * c.head_dim, bias=False, dtype=dtype)
+        self.k_proj = nn.Linear(
+            2 * c.hidden_size, self.kv_heads * c.head_dim, bias=False, dtype=dtype
+        )
+        self.v_proj = nn.Linear(
+            2 * c.hidden_size, self.kv_heads * c.head_dim, bias=False, dtype=dtype
+        )
         self.o_proj = nn.Linear(self.heads * c.head_dim, c.hidden_size, bias=False, dtype=dtype)
 
     def forward(self, x, rope, cache: KVCache, start: int, mask, first_key: int) -> torch.Tensor:
-        b, t, _ = x.shape                                                   # x [B, T, 2H]
-        q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)      # [B, Hq, T, D]
-        k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)   # [B, Hkv, T, D]
+        b, t, _ = x.shape  # x [B, T, 2H]
+        q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)  # [B, Hq, T, D]
+        k = (
+            self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        )  # [B, Hkv, T, D]
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
-        k_all, v_all = _write_kv(cache, start, k, v)                        # [B, Hkv, start+T, D]
+        k_all, v_all = _write_kv(cache, start, k, v)  # [B, Hkv, start+T, D]
         if first_key:  # sliding window: skip leading slots no query may see
-            k_all, v_all, mask = k_all[:, :, first_key:], v_all[:, :, first_key:], mask[..., first_key:]
+            k_all, v_all, mask = (
+                k_all[:, :, first_key:],
+                v_all[:, :, first_key:],
+                mask[..., first_key:],
+            )
         out = attend(q, k_all, v_all, mask, causal=(start == 0 and t > 1))
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))          # [B, T, H]
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))  # [B, T, H]
 
 
 def _write_kv(cache: KVCache, start: int, k: torch.Tensor, v: torch.Tensor):
@@ -136,14 +161,21 @@ class DraftLayer(nn.Module):
         self.mlp = DraftMLP(c.hidden_size, c.intermediate_size, dtype)
 
     def forward(self, embeds, hidden, rope, cache, start, mask, first_key):
-        x = torch.cat([self.input_layernorm(embeds), self.hidden_norm(hidden)], dim=-1)  # [B, T, 2H]
-        h = hidden + self.self_attn(x, rope, cache, start, mask, first_key)              # residual = h
+        x = torch.cat(
+            [self.input_layernorm(embeds), self.hidden_norm(hidden)], dim=-1
+        )  # [B, T, 2H]
+        h = hidden + self.self_attn(x, rope, cache, start, mask, first_key)  # residual = h
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
 class Drafter(nn.Module):
-    def __init__(self, config: DrafterConfig, *, own_head: bool | None = None,
-                 dtype: torch.dtype = torch.float32) -> None:
+    def __init__(
+        self,
+        config: DrafterConfig,
+        *,
+        own_head: bool | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         """own_head: the drafter stores its lm_head (default: only with a reduced vocabulary)."""
         super().__init__()
         c = self.config = config
@@ -151,12 +183,19 @@ class Drafter(nn.Module):
         if not own_head and c.draft_vocab_size != c.vocab_size:
             raise ValueError("a reduced draft vocabulary needs the drafter's own lm_head")
         self.fc = nn.Linear(3 * c.target_hidden_size, c.hidden_size, bias=False, dtype=dtype)
-        self.chunk_norms = (nn.ModuleList(RMSNorm(c.target_hidden_size, c.rms_norm_eps) for _ in range(3))
-                            if c.chunk_norms else None)
+        self.chunk_norms = (
+            nn.ModuleList(RMSNorm(c.target_hidden_size, c.rms_norm_eps) for _ in range(3))
+            if c.chunk_norms
+            else None
+        )
         self.midlayer = DraftLayer(c, dtype)
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.rope = RotaryEmbedding(c.head_dim, c.rope_theta, c.max_position_embeddings)
-        self.lm_head = nn.Linear(c.hidden_size, c.draft_vocab_size, bias=False, dtype=dtype) if own_head else None
+        self.lm_head = (
+            nn.Linear(c.hidden_size, c.draft_vocab_size, bias=False, dtype=dtype)
+            if own_head
+            else None
+        )
         if own_head:  # target_id = i + d2t[i]; t2d marks target ids present in the draft vocab
             self.register_buffer("d2t", torch.zeros(c.draft_vocab_size, dtype=torch.long))
             t2d = torch.zeros(c.vocab_size, dtype=torch.bool)
@@ -166,11 +205,15 @@ class Drafter(nn.Module):
             self.d2t = self.t2d = None
         if c.lowrank_rank is not None:
             r = c.lowrank_rank
-            self.lowrank_down = nn.Parameter(torch.randn(r, c.hidden_size, dtype=dtype) / c.hidden_size ** 0.5)
-            self.lowrank_up = nn.Parameter(torch.randn(c.draft_vocab_size, r, dtype=dtype) / r ** 0.5)
+            self.lowrank_down = nn.Parameter(
+                torch.randn(r, c.hidden_size, dtype=dtype) / c.hidden_size**0.5
+            )
+            self.lowrank_up = nn.Parameter(torch.randn(c.draft_vocab_size, r, dtype=dtype) / r**0.5)
         else:
             self.lowrank_down = self.lowrank_up = None
-        self._shared: tuple[torch.Tensor, torch.Tensor | None] | None = None  # (embed [V, H], head [V, H] | None)
+        self._shared: tuple[torch.Tensor, torch.Tensor | None] | None = (
+            None  # (embed [V, H], head [V, H] | None)
+        )
 
     # ---- target sharing -------------------------------------------------------------------------
     def attach(self, target: nn.Module) -> "Drafter":
@@ -181,9 +224,11 @@ class Drafter(nn.Module):
         """
         c, tc = self.config, target.config
         embed = target.embed_tokens.weight.detach()
-        checks = [("vocab_size", c.vocab_size, tc.vocab_size),
-                  ("target_hidden_size", c.target_hidden_size, tc.hidden_size),
-                  ("hidden_size (embedding width)", c.hidden_size, embed.shape[1])]
+        checks = [
+            ("vocab_size", c.vocab_size, tc.vocab_size),
+            ("target_hidden_size", c.target_hidden_size, tc.hidden_size),
+            ("hidden_size (embedding width)", c.hidden_size, embed.shape[1]),
+        ]
         for name, want, got in checks:
             if want != got:
                 raise DrafterMismatchError(f"drafter {name} is {want} but the target has {got}")
@@ -192,11 +237,15 @@ class Drafter(nn.Module):
             head = target.lm_head.weight.detach()
             if tuple(head.shape) != (c.vocab_size, c.hidden_size):
                 raise DrafterMismatchError(
-                    f"drafter needs a target lm_head of shape {(c.vocab_size, c.hidden_size)}, found {tuple(head.shape)}")
+                    f"drafter needs a target lm_head of shape {(c.vocab_size, c.hidden_size)}, found {tuple(head.shape)}"
+                )
         else:
             self.check_vocab_map()
         ref = self.fc.weight
-        self._shared = (embed.to(ref.device, ref.dtype), None if head is None else head.to(ref.device, ref.dtype))
+        self._shared = (
+            embed.to(ref.device, ref.dtype),
+            None if head is None else head.to(ref.device, ref.dtype),
+        )
         return self
 
     @property
@@ -210,7 +259,8 @@ class Drafter(nn.Module):
         if int(ids.min()) < 0 or int(ids.max()) >= self.config.vocab_size:
             raise DrafterMismatchError(
                 f"d2t maps draft ids to target ids in [{int(ids.min())}, {int(ids.max())}], "
-                f"outside the target vocabulary 0..{self.config.vocab_size - 1}")
+                f"outside the target vocabulary 0..{self.config.vocab_size - 1}"
+            )
 
     def set_vocab_map(self, target_ids: torch.Tensor) -> None:
         """Reduced vocabulary: draft id i stands for target id target_ids[i] ([draft_vocab] LongTensor)."""
@@ -243,8 +293,15 @@ class Drafter(nn.Module):
     # ---- network --------------------------------------------------------------------------------
     def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
         c, w = self.config, self.fc.weight
-        return KVCache(1, batch, c.num_key_value_heads, c.head_dim,
-                       capacity or c.max_position_embeddings, w.dtype, w.device)
+        return KVCache(
+            1,
+            batch,
+            c.num_key_value_heads,
+            c.head_dim,
+            capacity or c.max_position_embeddings,
+            w.dtype,
+            w.device,
+        )
 
     def fuse(self, taps: torch.Tensor) -> torch.Tensor:
         """taps [B, T, 3Ht] (low|mid|high) -> [B, T, H]."""
@@ -252,12 +309,20 @@ class Drafter(nn.Module):
             taps = taps.clone()  # taps from an inference_mode target pass, used for training
         taps = taps.to(self.fc.weight.dtype)
         if self.chunk_norms is not None:
-            taps = torch.cat([n(x) for n, x in zip(self.chunk_norms, taps.chunk(3, dim=-1))], dim=-1)
+            taps = torch.cat(
+                [n(x) for n, x in zip(self.chunk_norms, taps.chunk(3, dim=-1))], dim=-1
+            )
         return self.fc(taps)
 
-    def forward(self, hidden: torch.Tensor, tokens: torch.Tensor, cache: KVCache,
-                positions: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                key_positions: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        hidden: torch.Tensor,
+        tokens: torch.Tensor,
+        cache: KVCache,
+        positions: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        key_positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """hidden [B, T, H], tokens [B, T] -> out [B, T, H] (pre-norm).
 
         Writes k/v at slots cache.length.. without committing. positions [T] (default:
@@ -279,17 +344,24 @@ class Drafter(nn.Module):
                 mask = prefix_causal_mask(start, t, device)
             if key_positions is None:
                 key_positions = torch.cat([torch.arange(start, device=device), positions])
-            if key_positions.shape[-1] != start + t or positions.shape[-1] != t \
-                    or key_positions.dim() != positions.dim():
-                raise ValueError(f"sliding window needs positions [{t}] and key_positions [{start + t}] "
-                                 "(or [B, T] and [B, S])")
-            visible = key_positions[..., None, :] > positions[..., :, None] - window   # [T, S] or [B, T, S]
+            if (
+                key_positions.shape[-1] != start + t
+                or positions.shape[-1] != t
+                or key_positions.dim() != positions.dim()
+            ):
+                raise ValueError(
+                    f"sliding window needs positions [{t}] and key_positions [{start + t}] "
+                    "(or [B, T] and [B, S])"
+                )
+            visible = (
+                key_positions[..., None, :] > positions[..., :, None] - window
+            )  # [T, S] or [B, T, S]
             mask = mask & (visible if positions.dim() == 1 else visible[:, None])
             first_key = int(mask.reshape(-1, mask.shape[-1]).any(0).int().argmax())
         elif mask is None and start > 0 and t > 1:
             mask = prefix_causal_mask(start, t, device)
         rope = self.rope(positions, hidden.dtype)
-        embeds = F.embedding(tokens, embed).to(hidden.dtype)                            # [B, T, H]
+        embeds = F.embedding(tokens, embed).to(hidden.dtype)  # [B, T, H]
         return self.midlayer(embeds, hidden, rope, cache, start, mask, first_key)
 
     # ---- head -----------------------------------------------------------------------------------
@@ -309,18 +381,18 @@ class Drafter(nn.Module):
 
     def topk(self, out: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """out [..., H] -> (log-probs [..., k], TARGET token ids [..., k]), best first."""
-        lead, x = out.shape[:-1], self.norm(out.reshape(-1, out.shape[-1]))           # x [n, H]
-        weight = self.head_weight                                                      # [Vd, H]
+        lead, x = out.shape[:-1], self.norm(out.reshape(-1, out.shape[-1]))  # x [n, H]
+        weight = self.head_weight  # [Vd, H]
         if self.lowrank_down is None:
             logp, ids = torch.log_softmax(F.linear(x, weight).float(), dim=-1).topk(k, dim=-1)
         else:
             m = min(self.config.lowrank_candidates, self.config.draft_vocab_size)
             if k > m:
                 raise ValueError(f"k={k} exceeds the {m} low-rank candidates")
-            approx = ((x @ self.lowrank_down.t()) @ self.lowrank_up.t()).float()      # [n, Vd]
-            cand = approx.topk(m, dim=-1).indices                                      # [n, m]
-            exact = torch.einsum("nh,nmh->nm", x, weight[cand]).float()                # [n, m]
-            rest = approx.scatter(1, cand, float("-inf"))                              # others: low-rank
+            approx = ((x @ self.lowrank_down.t()) @ self.lowrank_up.t()).float()  # [n, Vd]
+            cand = approx.topk(m, dim=-1).indices  # [n, m]
+            exact = torch.einsum("nh,nmh->nm", x, weight[cand]).float()  # [n, m]
+            rest = approx.scatter(1, cand, float("-inf"))  # others: low-rank
             lse = torch.logsumexp(torch.cat([exact, rest], dim=-1), dim=-1, keepdim=True)
             best, j = exact.topk(k, dim=-1)
             logp, ids = best - lse, cand.gather(1, j)
@@ -334,5 +406,5 @@ class Drafter(nn.Module):
         r = self.config.lowrank_rank
         u, s, vh = torch.linalg.svd(self.head_weight.float(), full_matrices=False)
         root = s[:r].sqrt()
-        self.lowrank_down.copy_(root[:, None] * vh[:r])                                # [r, H]
-        self.lowrank_up.copy_(u[:, :r] * root)                                         # [Vd, r]
+        self.lowrank_down.copy_(root[:, None] * vh[:r])  # [r, H]
+        self.lowrank_up.copy_(u[:, :r] * root)  # [Vd, r]

@@ -45,7 +45,7 @@ class DraftState:
     """The drafter's side of one sequence: its cache and the output at the root."""
 
     cache: "object"
-    root_out: torch.Tensor        # [1, H] drafter output whose head predicts the root's child
+    root_out: torch.Tensor  # [1, H] drafter output whose head predicts the root's child
 
 
 class DraftPass:
@@ -59,9 +59,11 @@ class DraftPass:
     def __init__(self, drafter: Drafter, state: DraftState) -> None:
         self.drafter, self.state = drafter, state
         self.base = state.cache.length
-        self.outputs: dict[int, torch.Tensor] = {}          # pool index -> drafter output [H]
-        self.slot_pool: list[int] = []                      # pool index of each tree slot written so far
-        self.slot_positions: list[torch.Tensor] = []        # drafter position of each written slot, per frontier
+        self.outputs: dict[int, torch.Tensor] = {}  # pool index -> drafter output [H]
+        self.slot_pool: list[int] = []  # pool index of each tree slot written so far
+        self.slot_positions: list[
+            torch.Tensor
+        ] = []  # drafter position of each written slot, per frontier
 
     def __enter__(self) -> "DraftPass":
         return self
@@ -72,15 +74,25 @@ class DraftPass:
     def run(self, expansion: TreeExpansion, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         state, cache, base = self.state, self.state.cache, self.base
         idx, tokens, parents, depths = expansion.frontier()
-        hidden = torch.stack([state.root_out[0] if p < 0 else self.outputs[p] for p in parents.tolist()])
+        hidden = torch.stack(
+            [state.root_out[0] if p < 0 else self.outputs[p] for p in parents.tolist()]
+        )
         self.slot_pool.extend(idx.tolist())
-        ancestors = expansion.frontier_ancestor_mask(idx)[:, self.slot_pool]           # [f, written]
+        ancestors = expansion.frontier_ancestor_mask(idx)[:, self.slot_pool]  # [f, written]
         mask = torch.cat([ancestors.new_ones(len(idx), base), ancestors], dim=1)
         positions = base - 1 + depths
         self.slot_positions.append(positions)
-        key_positions = torch.cat([torch.arange(base, device=positions.device), *self.slot_positions])
-        out = self.drafter(hidden[None], tokens[None], cache, positions=positions, mask=mask,
-                           key_positions=key_positions)[0]                               # [f, H]
+        key_positions = torch.cat(
+            [torch.arange(base, device=positions.device), *self.slot_positions]
+        )
+        out = self.drafter(
+            hidden[None],
+            tokens[None],
+            cache,
+            positions=positions,
+            mask=mask,
+            key_positions=key_positions,
+        )[0]  # [f, H]
         cache.commit(len(idx))
         self.outputs.update(zip(idx.tolist(), out))
         return self.drafter.topk(out, k)
@@ -116,7 +128,9 @@ class FixedTree(Planner):
         return self.config
 
 
-def drafter_catch_up(drafter: Drafter, state: DraftState, taps: torch.Tensor, next_tokens: Sequence[int]) -> None:
+def drafter_catch_up(
+    drafter: Drafter, state: DraftState, taps: torch.Tensor, next_tokens: Sequence[int]
+) -> None:
     """Feed target features ``taps`` [1, n, 3H] with the tokens that follow them; update the root output."""
     cache = state.cache
     tokens = torch.tensor([list(next_tokens)], device=taps.device)
@@ -130,8 +144,14 @@ def verify_pass(model: Transformer, cache, root: int, tree: DraftTree):
     """Run (root, tree nodes) through the target with the tree mask; logits [N+1, V], taps and
     the cache slot of each row (``tree_slots``)."""
     tokens, positions, mask, slots = verify_inputs(cache, root, tree, model.layout)
-    out = model(tokens, cache, positions=positions, mask=mask, taps=True,
-                slots=slots if model.layout.lanes else None)      # contiguous: a plain slice write
+    out = model(
+        tokens,
+        cache,
+        positions=positions,
+        mask=mask,
+        taps=True,
+        slots=slots if model.layout.lanes else None,
+    )  # contiguous: a plain slice write
     return out.logits[0], out.taps, slots
 
 
@@ -149,7 +169,9 @@ def verify_inputs(cache, root: int, tree: DraftTree, layout: TreeLayout):
     return tokens, (length + depths).to(device), mask, slots
 
 
-def tree_slots(depths: torch.Tensor, parents: torch.Tensor, length: int, lane_stride: int) -> torch.Tensor:
+def tree_slots(
+    depths: torch.Tensor, parents: torch.Tensor, length: int, lane_stride: int
+) -> torch.Tensor:
     """Cache slots of the rows (root first; ``depths`` [N+1], node ``parents`` [N], -1 = root):
     contiguous after the prefix, or with ``lane_stride`` node (depth d, column c) at
     length + lane_stride * c + d (``lane_columns``), so that every node sits in the vector lane
@@ -166,7 +188,10 @@ def lane_columns(depths: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
     depth_of, parent_row = depths.tolist(), [p + 1 for p in parents.tolist()]
     column = [0] * len(depth_of)
     for d in sorted(set(depth_of) - {0}):
-        rows = sorted((r for r in range(1, len(depth_of)) if depth_of[r] == d), key=lambda r: column[parent_row[r - 1]])
+        rows = sorted(
+            (r for r in range(1, len(depth_of)) if depth_of[r] == d),
+            key=lambda r: column[parent_row[r - 1]],
+        )
         last = -1
         for r in rows:
             column[r] = last = max(column[parent_row[r - 1]], last + 1)
@@ -197,7 +222,11 @@ def tree_room(max_nodes: int, layout: TreeLayout) -> int:
     if not lane_stride:
         return max_nodes + 2
     spread = lane_stride * (max_nodes + 1)
-    return spread if max_columns is None else min(spread, lane_stride * (max_columns - 1) + max_nodes + 2)
+    return (
+        spread
+        if max_columns is None
+        else min(spread, lane_stride * (max_columns - 1) + max_nodes + 2)
+    )
 
 
 class _PlainRun:
@@ -206,8 +235,18 @@ class _PlainRun:
     (a copy draft, ``engine.speculative.copy_draft``, verified in one pass) where the planner
     prices one to pay; the taps are kept for the drafter's catch-up."""
 
-    def __init__(self, model, cache, root: int, params, stop: StopChecker, stats: DecodeStats, generator,
-                 planner: Planner, copies: "CopySession | None") -> None:
+    def __init__(
+        self,
+        model,
+        cache,
+        root: int,
+        params,
+        stop: StopChecker,
+        stats: DecodeStats,
+        generator,
+        planner: Planner,
+        copies: "CopySession | None",
+    ) -> None:
         self.model, self.cache, self.root, self.params = model, cache, root, params
         self.stop, self.stats, self.generator = stop, stats, generator
         self.planner, self.copies = planner, copies
@@ -223,15 +262,28 @@ class _PlainRun:
             if first:
                 chain, first = first, None
             else:
-                chain = self.planner.copy_chain(self.copies, self.cache.length) if self.copies is not None else []
+                chain = (
+                    self.planner.copy_chain(self.copies, self.cache.length)
+                    if self.copies is not None
+                    else []
+                )
             tokens, taps, accepted = self._copy(token, chain) if chain else self._plain(token)
             seconds = time.perf_counter() - started
             self.stats.verify_s += seconds
             self.stats.target_forwards += 1
             self.stats.record_round(accepted, len(chain))
-            self.stats.rounds.append({"plain": not chain, "copy": len(chain), "nodes": len(chain),
-                                      "depth": len(chain), "accepted": accepted, "predicted_accepted": None,
-                                      "predicted_s": None, "seconds": round(seconds, 5)})
+            self.stats.rounds.append(
+                {
+                    "plain": not chain,
+                    "copy": len(chain),
+                    "nodes": len(chain),
+                    "depth": len(chain),
+                    "accepted": accepted,
+                    "predicted_accepted": None,
+                    "predicted_s": None,
+                    "seconds": round(seconds, 5),
+                }
+            )
             self.taps.append(taps)
             self.tokens += tokens
             if self.copies is not None:
@@ -246,7 +298,11 @@ class _PlainRun:
     def _plain(self, token: int) -> tuple[list[int], torch.Tensor, int]:
         out = self.model(torch.tensor([[token]], device=self.cache.k.device), self.cache, taps=True)
         self.cache.commit(1)
-        return [pick_token(out.logits[0, -1], self.stop.tokens, self.params, self.generator)], out.taps, 0
+        return (
+            [pick_token(out.logits[0, -1], self.stop.tokens, self.params, self.generator)],
+            out.taps,
+            0,
+        )
 
     def _copy(self, token: int, chain: list[int]) -> tuple[list[int], torch.Tensor, int]:
         model, cache = self.model, self.cache
@@ -260,9 +316,15 @@ class _PlainRun:
 
 
 @torch.inference_mode()
-def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequence[int], params: SamplingParams,
-                       stop: StopChecker, stats: DecodeStats | None = None,
-                       planner: Planner | None = None) -> Iterator[list[int]]:
+def decode_speculative(
+    model: Transformer,
+    drafter: Drafter,
+    prompt_ids: Sequence[int],
+    params: SamplingParams,
+    stop: StopChecker,
+    stats: DecodeStats | None = None,
+    planner: Planner | None = None,
+) -> Iterator[list[int]]:
     """Yield accepted tokens per round; greedy output equals ``decode_autoregressive`` exactly.
 
     ``planner`` drafts each round's tree and observes its outcome (default ``FixedTree()``;
@@ -273,7 +335,9 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     stats.prompt_tokens = len(prompt_ids)
     if stop.done:
         return
-    copy_nodes = planner.copies.max_length if planner.copies is not None else 0     # a grafted copy draft
+    copy_nodes = (
+        planner.copies.max_length if planner.copies is not None else 0
+    )  # a grafted copy draft
     room = tree_room(planner.max_nodes + copy_nodes, model.layout)
     capacity = len(prompt_ids) + params.max_new_tokens + room
     cache = model.new_cache(capacity)
@@ -293,14 +357,17 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     # what the drafter has not been fed yet (target features, the tokens after them): fed at the
     # next round that drafts, so plain steps (or a whole plain decode) never run the drafter
     pending_taps, pending_tokens = [out.taps], list(prompt_ids[1:]) + [root]
-    resuming = True      # the pending tokens come from the prompt or plain steps, not the last round
+    resuming = True  # the pending tokens come from the prompt or plain steps, not the last round
     while True:
         paced = time.perf_counter()
         steps = planner.plain_steps(cache.length)
         # a chain-only model verifies one chain a round: a copy draft expected to beat the drafter's goes alone
-        copy_alone = planner.copy_instead(copies, cache.length) \
-            if not steps and copies is not None and model.layout.chains_only else []
-        if steps or copy_alone:       # speculation predicted not to pay (plain steps), or a copy round
+        copy_alone = (
+            planner.copy_instead(copies, cache.length)
+            if not steps and copies is not None and model.layout.chains_only
+            else []
+        )
+        if steps or copy_alone:  # speculation predicted not to pay (plain steps), or a copy round
             run = _PlainRun(model, cache, root, params, stop, stats, generator, planner, copies)
             yield from run.steps(steps or 1, first=copy_alone)
             planner.observe_pace(len(run.tokens), time.perf_counter() - paced, plain=bool(steps))
@@ -314,8 +381,8 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
         feeding = time.perf_counter()
         drafter_catch_up(drafter, state, torch.cat(pending_taps, dim=1), pending_tokens)
         pending_taps, pending_tokens = [], []
-        t0 = time.perf_counter()                   # drafting time leaves the catch-up out
-        if resuming:     # feeding what plain steps left is a one-time cost, not this round's pace
+        t0 = time.perf_counter()  # drafting time leaves the catch-up out
+        if resuming:  # feeding what plain steps left is a one-time cost, not this round's pace
             paced += t0 - feeding
         resuming = False
         tree = planner.draft(drafter, state, cache.length)
@@ -349,7 +416,9 @@ def decode_speculative(model: Transformer, drafter: Drafter, prompt_ids: Sequenc
     stats.decode_s = time.perf_counter() - started
 
 
-def _graftable_copy(planner: Planner, copies: "CopySession | None", model: Transformer, context: int) -> list[int]:
+def _graftable_copy(
+    planner: Planner, copies: "CopySession | None", model: Transformer, context: int
+) -> list[int]:
     """The copy draft to graft onto a drafted tree: only where the model verifies several columns
     (a chain-only model verifies the drafter's chain; copies then go in the rounds without it)."""
     if copies is None or model.layout.chains_only:

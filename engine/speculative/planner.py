@@ -66,11 +66,20 @@ class Planner(ABC):
     def batch_limit(self) -> TreeConfig:
         """The largest shape ``batch_config`` ever returns (a batch sizes its caches by it)."""
 
-    def observe(self, tree: "DraftTree", result, draft_s: float, verify_s: float, stats: "DecodeStats") -> None:
+    def observe(
+        self, tree: "DraftTree", result, draft_s: float, verify_s: float, stats: "DecodeStats"
+    ) -> None:
         """Outcome of one single-sequence round (default: nothing to learn)."""
 
-    def observe_batch(self, config: TreeConfig, trees: Sequence["DraftTree"], results: Sequence,
-                      draft_s: float, verify_s: float, stats: Sequence["DecodeStats"]) -> None:
+    def observe_batch(
+        self,
+        config: TreeConfig,
+        trees: Sequence["DraftTree"],
+        results: Sequence,
+        draft_s: float,
+        verify_s: float,
+        stats: Sequence["DecodeStats"],
+    ) -> None:
         """Outcome of one batched round (default: nothing to learn)."""
 
     def for_sampling(self) -> "Planner | None":

@@ -42,22 +42,27 @@ class DraftTree:
     parents: torch.Tensor
     scores: torch.Tensor
     pool_indices: torch.Tensor | None = None
-    depths: torch.Tensor = field(init=False, repr=False)          # [N] long, 1 = child of root
-    ancestor_mask: torch.Tensor = field(init=False, repr=False)   # [N, N] bool
-    children: list[list[int]] = field(init=False, repr=False)     # per node, best score first
-    root_children: list[int] = field(init=False, repr=False)      # best score first
-    token_list: list[int] = field(init=False, repr=False)         # tokens as Python ints
-    parent_list: list[int] = field(init=False, repr=False)        # parents as Python ints
+    depths: torch.Tensor = field(init=False, repr=False)  # [N] long, 1 = child of root
+    ancestor_mask: torch.Tensor = field(init=False, repr=False)  # [N, N] bool
+    children: list[list[int]] = field(init=False, repr=False)  # per node, best score first
+    root_children: list[int] = field(init=False, repr=False)  # best score first
+    token_list: list[int] = field(init=False, repr=False)  # tokens as Python ints
+    parent_list: list[int] = field(init=False, repr=False)  # parents as Python ints
 
     def __post_init__(self) -> None:
         self.tokens = torch.as_tensor(self.tokens, dtype=torch.long)
         device = self.tokens.device
         self.parents = torch.as_tensor(self.parents, dtype=torch.long, device=device)
         self.scores = torch.as_tensor(self.scores, dtype=torch.float32, device=device)
-        if self.tokens.dim() != 1 or self.parents.shape != self.tokens.shape \
-                or self.scores.shape != self.tokens.shape:
-            raise ValueError("tokens, parents and scores must be 1-D tensors of equal length, got "
-                             f"{tuple(self.tokens.shape)}, {tuple(self.parents.shape)}, {tuple(self.scores.shape)}")
+        if (
+            self.tokens.dim() != 1
+            or self.parents.shape != self.tokens.shape
+            or self.scores.shape != self.tokens.shape
+        ):
+            raise ValueError(
+                "tokens, parents and scores must be 1-D tensors of equal length, got "
+                f"{tuple(self.tokens.shape)}, {tuple(self.parents.shape)}, {tuple(self.scores.shape)}"
+            )
         self.token_list = self.tokens.tolist()
         parent_list = self.parent_list = self.parents.tolist()
         _check_parents(parent_list)
@@ -126,8 +131,12 @@ class DraftTree:
         new_index = {old: new for new, old in enumerate(keep)}
         index = torch.tensor(keep, dtype=torch.long, device=self.tokens.device)
         parents = [new_index.get(self.parent_list[i], -1) for i in keep]
-        return DraftTree(self.tokens[index], parents, self.scores[index],
-                         None if self.pool_indices is None else self.pool_indices[index])
+        return DraftTree(
+            self.tokens[index],
+            parents,
+            self.scores[index],
+            None if self.pool_indices is None else self.pool_indices[index],
+        )
 
     def mask_with_root(self) -> torch.Tensor:
         """Ancestor mask [N+1, N+1] over (root, nodes...): every row sees the root."""
@@ -145,8 +154,11 @@ def graft_chain(tree: DraftTree, chain: Sequence[int]) -> DraftTree:
     tokens, parents, scores = list(tree.token_list), list(tree.parent_list), tree.scores.tolist()
     node = -1
     for token in chain:
-        child = next((c for c in tree.children_of(node) if tree.token_list[c] == token), None) \
-            if node < tree.size else None
+        child = (
+            next((c for c in tree.children_of(node) if tree.token_list[c] == token), None)
+            if node < tree.size
+            else None
+        )
         if child is None:
             parents.append(node)
             tokens.append(token)
@@ -155,7 +167,9 @@ def graft_chain(tree: DraftTree, chain: Sequence[int]) -> DraftTree:
         node = child
     if len(tokens) == tree.size:
         return tree
-    return DraftTree(torch.tensor(tokens, dtype=torch.long, device=tree.tokens.device), parents, scores)
+    return DraftTree(
+        torch.tensor(tokens, dtype=torch.long, device=tree.tokens.device), parents, scores
+    )
 
 
 def _check_parents(parents: list[int]) -> None:
@@ -164,7 +178,9 @@ def _check_parents(parents: list[int]) -> None:
             raise ValueError(f"node {i} has parent {p}; parents must satisfy -1 <= parent < index")
 
 
-def _children_by_score(parents: list[int], scores: list[float]) -> tuple[list[list[int]], list[int]]:
+def _children_by_score(
+    parents: list[int], scores: list[float]
+) -> tuple[list[list[int]], list[int]]:
     """Children lists per node and of the root, decreasing score, ties by lower index."""
     children: list[list[int]] = [[] for _ in parents]
     root: list[int] = []
@@ -193,7 +209,9 @@ def _depths_and_mask(parents: list[int]) -> tuple[list[int], torch.Tensor]:
     return depths, mask
 
 
-def select_top_nodes(tokens: TensorLike, parents: TensorLike, scores: TensorLike, budget: int) -> DraftTree:
+def select_top_nodes(
+    tokens: TensorLike, parents: TensorLike, scores: TensorLike, budget: int
+) -> DraftTree:
     """EAGLE-2 rerank: the best ``budget`` pool nodes as a connected, re-indexed tree.
 
     ``tokens``/``parents``/``scores`` [P] describe the candidate pool in
@@ -215,11 +233,15 @@ def select_top_nodes(tokens: TensorLike, parents: TensorLike, scores: TensorLike
     parent_list = parents.tolist()
     _check_parents(parent_list)
     kept = _best_connected(parent_list, scores.tolist(), budget)
-    index = torch.tensor(kept, dtype=torch.long, device=device)                  # [n] pool indices
+    index = torch.tensor(kept, dtype=torch.long, device=device)  # [n] pool indices
     remap = {pool: new for new, pool in enumerate(kept)}
     new_parents = [remap[parent_list[i]] if parent_list[i] >= 0 else -1 for i in kept]
-    return DraftTree(tokens[index], torch.tensor(new_parents, dtype=torch.long, device=device),
-                     scores[index], pool_indices=index)
+    return DraftTree(
+        tokens[index],
+        torch.tensor(new_parents, dtype=torch.long, device=device),
+        scores[index],
+        pool_indices=index,
+    )
 
 
 def _best_connected(parents: list[int], scores: list[float], budget: int) -> list[int]:
@@ -267,13 +289,13 @@ class TreeExpansion:
         if budget < 0 or max_depth < 1 or top_k < 1:
             raise ValueError("need budget >= 0, max_depth >= 1 and top_k >= 1")
         self.budget, self.max_depth, self.top_k = budget, max_depth, top_k
-        self.depth = 0                     # depth of the current frontier (0 = not started)
-        self._tokens: list[torch.Tensor] = []   # chunks of the pool, in pool order
+        self.depth = 0  # depth of the current frontier (0 = not started)
+        self._tokens: list[torch.Tensor] = []  # chunks of the pool, in pool order
         self._parents: list[torch.Tensor] = []
         self._scores: list[torch.Tensor] = []
         self._depths: list[torch.Tensor] = []
         self._size = 0
-        self._frontier: torch.Tensor | None = None   # [f] pool indices, ascending
+        self._frontier: torch.Tensor | None = None  # [f] pool indices, ascending
 
     @property
     def pool_size(self) -> int:
@@ -285,8 +307,12 @@ class TreeExpansion:
 
     def pool(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(tokens, parents, scores, depths), each [P], of the whole pool."""
-        return (torch.cat(self._tokens), torch.cat(self._parents),
-                torch.cat(self._scores), torch.cat(self._depths))
+        return (
+            torch.cat(self._tokens),
+            torch.cat(self._parents),
+            torch.cat(self._scores),
+            torch.cat(self._depths),
+        )
 
     def start(self, values: torch.Tensor, tokens: torch.Tensor) -> None:
         """Root children: log-probs ``values`` [k] and ``tokens`` [k] (top-k of the root)."""
@@ -309,19 +335,26 @@ class TreeExpansion:
     def set_frontier(self, pool_indices: Sequence[int] | torch.Tensor) -> None:
         """Expand these nodes of the newest level next, instead of the ``top_k`` best (a policy's choice)."""
         _, _, _, depths = self.pool()
-        idx = torch.as_tensor(pool_indices, dtype=torch.long, device=depths.device).reshape(-1).sort().values
+        idx = (
+            torch.as_tensor(pool_indices, dtype=torch.long, device=depths.device)
+            .reshape(-1)
+            .sort()
+            .values
+        )
         if idx.numel() == 0 or bool((depths[idx] != self.depth).any()):
-            raise ValueError(f"a frontier needs one or more nodes of the newest level (depth {self.depth})")
+            raise ValueError(
+                f"a frontier needs one or more nodes of the newest level (depth {self.depth})"
+            )
         self._frontier = idx
 
     def frontier_ancestor_mask(self, pool_indices: torch.Tensor) -> torch.Tensor:
         """Bool [f, P]: row j marks pool node ``pool_indices[j]`` and its ancestors."""
-        parents = torch.cat(self._parents)                       # [P]
+        parents = torch.cat(self._parents)  # [P]
         f = pool_indices.numel()
         mask = torch.zeros(f, self._size, dtype=torch.bool, device=parents.device)
         rows = torch.arange(f, device=parents.device)
-        node = pool_indices.reshape(-1).to(parents.device)       # [f]
-        for _ in range(self.depth):                              # walk up one level per step
+        node = pool_indices.reshape(-1).to(parents.device)  # [f]
+        for _ in range(self.depth):  # walk up one level per step
             alive = node >= 0
             mask[rows[alive], node[alive]] = True
             node = torch.where(alive, parents[node.clamp(min=0)], node)
@@ -333,14 +366,18 @@ class TreeExpansion:
             raise RuntimeError("extend() needs a started, unfinished expansion")
         f = self._frontier.numel()
         if logprobs.shape[0] != f or tokens.shape != logprobs.shape:
-            raise ValueError(f"expected [{f}, k] log-probs and tokens, got "
-                             f"{tuple(logprobs.shape)} and {tuple(tokens.shape)}")
+            raise ValueError(
+                f"expected [{f}, k] log-probs and tokens, got "
+                f"{tuple(logprobs.shape)} and {tuple(tokens.shape)}"
+            )
         k = logprobs.shape[1]
         _, _, scores, _ = self.pool()
-        cumulative = scores[self._frontier][:, None] + logprobs.float()      # [f, k]
-        parents = self._frontier[:, None].expand(f, k)                      # [f, k]
+        cumulative = scores[self._frontier][:, None] + logprobs.float()  # [f, k]
+        parents = self._frontier[:, None].expand(f, k)  # [f, k]
         base = self._size
-        self._append(tokens.reshape(-1).long(), parents.reshape(-1), cumulative.reshape(-1), self.depth + 1)
+        self._append(
+            tokens.reshape(-1).long(), parents.reshape(-1), cumulative.reshape(-1), self.depth + 1
+        )
         self._frontier = base + _best(cumulative.reshape(-1), self.top_k)
         self.depth += 1
 
@@ -351,7 +388,9 @@ class TreeExpansion:
         tokens, parents, scores, _ = self.pool()
         return select_top_nodes(tokens, parents, scores, self.budget)
 
-    def _append(self, tokens: torch.Tensor, parents: torch.Tensor, scores: torch.Tensor, depth: int) -> None:
+    def _append(
+        self, tokens: torch.Tensor, parents: torch.Tensor, scores: torch.Tensor, depth: int
+    ) -> None:
         self._tokens.append(tokens)
         self._parents.append(parents.to(tokens.device))
         self._scores.append(scores.to(tokens.device))

@@ -28,7 +28,13 @@ from typing import Sequence
 
 import torch
 
-from ..decode.sampling import SamplingParams, greedy_token, next_token_distribution, pick_token, sample_from
+from ..decode.sampling import (
+    SamplingParams,
+    greedy_token,
+    next_token_distribution,
+    pick_token,
+    sample_from,
+)
 from .tree import DraftTree
 
 
@@ -55,10 +61,15 @@ class VerifyResult:
         return [0] + [node + 1 for node in self.accepted_nodes]
 
 
-def verify(tree: DraftTree, target_logits: torch.Tensor, history: Sequence[int], params: SamplingParams,
-           generator: torch.Generator | None = None) -> VerifyResult:
+def verify(
+    tree: DraftTree,
+    target_logits: torch.Tensor,
+    history: Sequence[int],
+    params: SamplingParams,
+    generator: torch.Generator | None = None,
+) -> VerifyResult:
     """Greedy or sampled verification, as ``params`` says."""
-    if tree.size == 0 and generator is not None:      # nothing drafted: the reference decoder's step
+    if tree.size == 0 and generator is not None:  # nothing drafted: the reference decoder's step
         _check_logits(tree, target_logits)
         return VerifyResult([], [pick_token(target_logits[0], history, params, generator)], 0)
     if params.greedy:
@@ -68,8 +79,9 @@ def verify(tree: DraftTree, target_logits: torch.Tensor, history: Sequence[int],
     return verify_sampling(tree, target_logits, history, params, generator)
 
 
-def verify_greedy(tree: DraftTree, target_logits: torch.Tensor, history: Sequence[int],
-                  params: SamplingParams) -> VerifyResult:
+def verify_greedy(
+    tree: DraftTree, target_logits: torch.Tensor, history: Sequence[int], params: SamplingParams
+) -> VerifyResult:
     """Follow the children equal to the target's argmax; the target's token at the end is the bonus."""
     _check_logits(tree, target_logits)
     node_history = list(history)
@@ -86,8 +98,13 @@ def verify_greedy(tree: DraftTree, target_logits: torch.Tensor, history: Sequenc
         node = child
 
 
-def verify_sampling(tree: DraftTree, target_logits: torch.Tensor, history: Sequence[int],
-                    params: SamplingParams, generator: torch.Generator) -> VerifyResult:
+def verify_sampling(
+    tree: DraftTree,
+    target_logits: torch.Tensor,
+    history: Sequence[int],
+    params: SamplingParams,
+    generator: torch.Generator,
+) -> VerifyResult:
     """Accept children with probability p(x) over the residual; sample the bonus from the residual."""
     _check_logits(tree, target_logits)
     node_history = list(history)
@@ -95,7 +112,7 @@ def verify_sampling(tree: DraftTree, target_logits: torch.Tensor, history: Seque
     node = -1
     while True:
         row = node + 1
-        p = next_token_distribution(target_logits[row], node_history, params)   # [V] float32
+        p = next_token_distribution(target_logits[row], node_history, params)  # [V] float32
         child, residual = _try_children(tree, node, p, generator)
         if child is None:
             bonus = sample_from(residual, generator)
@@ -105,8 +122,9 @@ def verify_sampling(tree: DraftTree, target_logits: torch.Tensor, history: Seque
         node = child
 
 
-def _try_children(tree: DraftTree, node: int, p: torch.Tensor,
-                  generator: torch.Generator) -> tuple[int | None, torch.Tensor]:
+def _try_children(
+    tree: DraftTree, node: int, p: torch.Tensor, generator: torch.Generator
+) -> tuple[int | None, torch.Tensor]:
     """(accepted child or None, the renormalised residual [V] after all rejections).
 
     Renormalising after each rejection is done on the scalar ``mass`` left:
@@ -116,10 +134,11 @@ def _try_children(tree: DraftTree, node: int, p: torch.Tensor,
     children = tree.children_of(node)
     if not children:
         return None, p
-    tokens = torch.tensor([tree.token_list[c] for c in children], device=p.device)   # [c]
+    tokens = torch.tensor([tree.token_list[c] for c in children], device=p.device)  # [c]
     p_children = p[tokens].tolist()
-    uniforms = torch.rand(len(children), generator=generator, dtype=torch.float64,
-                          device=generator.device).tolist()                        # [c]
+    uniforms = torch.rand(
+        len(children), generator=generator, dtype=torch.float64, device=generator.device
+    ).tolist()  # [c]
     mass = float(p.sum())
     last_possible = None
     for child, p_token, u in zip(children, p_children, uniforms):
@@ -137,7 +156,7 @@ def _try_children(tree: DraftTree, node: int, p: torch.Tensor,
 
 
 def _child_with_token(tree: DraftTree, node: int, token: int) -> int | None:
-    for child in tree.children_of(node):   # siblings are distinct: at most one matches
+    for child in tree.children_of(node):  # siblings are distinct: at most one matches
         if tree.token_list[child] == token:
             return child
     return None
@@ -145,5 +164,7 @@ def _child_with_token(tree: DraftTree, node: int, token: int) -> int | None:
 
 def _check_logits(tree: DraftTree, target_logits: torch.Tensor) -> None:
     if target_logits.dim() != 2 or target_logits.shape[0] != tree.size + 1:
-        raise ValueError(f"target_logits must be [N+1, V] = [{tree.size + 1}, V], "
-                         f"got {tuple(target_logits.shape)}")
+        raise ValueError(
+            f"target_logits must be [N+1, V] = [{tree.size + 1}, V], "
+            f"got {tuple(target_logits.shape)}"
+        )

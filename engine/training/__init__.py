@@ -64,23 +64,96 @@ take roughly half. ``--limit 1000 --epochs 2`` halves everything.
 """
 
 from .checkpoints import latest_checkpoint
-from .data import (DataError, GenerationItem, GenerationSummary, Record, ShardStore, generate_batch, generate_dataset,
-                   generate_reference, read_records, split_records)
-from .lora import AdapterError, AdapterInfo, apply_adapter_to_dir, attach_lora, merge_lora, save_adapter
+from .data import (
+    DataError,
+    GenerationItem,
+    GenerationSummary,
+    Record,
+    ShardStore,
+    generate_batch,
+    generate_dataset,
+    generate_reference,
+    read_records,
+    split_records,
+)
+from .lora import (
+    AdapterError,
+    AdapterInfo,
+    apply_adapter_to_dir,
+    attach_lora,
+    merge_lora,
+    save_adapter,
+)
 from .lowrank import LowrankResult, candidate_recall, collect_states, lowrank_stage, train_lowrank
 from .sft import SFTConfig, SFTResult, train_lora
-from .train import TrainConfig, TrainResult, build_drafter, evaluate_loss, measure_tau, train_drafter, train_step
-from .ttt import (PrefixCache, TargetFeatures, TTTLoss, label_mask, steps_start, target_features, ttt_forward, ttt_loss,
-                  ttt_mask, ttt_positions)
+from .train import (
+    TrainConfig,
+    TrainResult,
+    build_drafter,
+    evaluate_loss,
+    measure_tau,
+    train_drafter,
+    train_step,
+)
+from .ttt import (
+    PrefixCache,
+    TargetFeatures,
+    TTTLoss,
+    label_mask,
+    steps_start,
+    target_features,
+    ttt_forward,
+    ttt_loss,
+    ttt_mask,
+    ttt_positions,
+)
 from .vocab import apply_draft_vocab, select_draft_vocab, token_counts, vocab_coverage
 
 __all__ = [
-    "AdapterError", "AdapterInfo", "SFTConfig", "SFTResult", "apply_adapter_to_dir", "attach_lora", "merge_lora",
-    "save_adapter", "train_lora",
-    "DataError", "GenerationItem", "GenerationSummary", "LowrankResult", "PrefixCache", "Record", "ShardStore",
-    "TTTLoss", "TargetFeatures", "TrainConfig", "TrainResult", "apply_draft_vocab", "build_drafter",
-    "candidate_recall", "collect_states", "evaluate_loss", "generate_batch", "generate_dataset",
-    "generate_reference", "label_mask", "latest_checkpoint", "lowrank_stage", "measure_tau", "read_records",
-    "select_draft_vocab", "split_records", "steps_start", "target_features", "token_counts", "train_drafter",
-    "train_lowrank", "train_step", "ttt_forward", "ttt_loss", "ttt_mask", "ttt_positions", "vocab_coverage",
+    "AdapterError",
+    "AdapterInfo",
+    "SFTConfig",
+    "SFTResult",
+    "apply_adapter_to_dir",
+    "attach_lora",
+    "merge_lora",
+    "save_adapter",
+    "train_lora",
+    "DataError",
+    "GenerationItem",
+    "GenerationSummary",
+    "LowrankResult",
+    "PrefixCache",
+    "Record",
+    "ShardStore",
+    "TTTLoss",
+    "TargetFeatures",
+    "TrainConfig",
+    "TrainResult",
+    "apply_draft_vocab",
+    "build_drafter",
+    "candidate_recall",
+    "collect_states",
+    "evaluate_loss",
+    "generate_batch",
+    "generate_dataset",
+    "generate_reference",
+    "label_mask",
+    "latest_checkpoint",
+    "lowrank_stage",
+    "measure_tau",
+    "read_records",
+    "select_draft_vocab",
+    "split_records",
+    "steps_start",
+    "target_features",
+    "token_counts",
+    "train_drafter",
+    "train_lowrank",
+    "train_step",
+    "ttt_forward",
+    "ttt_loss",
+    "ttt_mask",
+    "ttt_positions",
+    "vocab_coverage",
 ]

@@ -19,7 +19,13 @@ from typing import Callable, Sequence
 
 import torch
 
-__all__ = ["STATE_FILE", "latest_checkpoint", "load_state", "records_fingerprint", "save_checkpoint"]
+__all__ = [
+    "STATE_FILE",
+    "latest_checkpoint",
+    "load_state",
+    "records_fingerprint",
+    "save_checkpoint",
+]
 
 STATE_FILE = "state.pt"
 
@@ -43,8 +49,14 @@ def records_fingerprint(records: Sequence, settings) -> str:
     return digest.hexdigest()[:16]
 
 
-def save_checkpoint(out_dir: Path, state: dict, optimizer, scheduler, keep: int,
-                    write_weights: Callable[[Path], object]) -> Path:
+def save_checkpoint(
+    out_dir: Path,
+    state: dict,
+    optimizer,
+    scheduler,
+    keep: int,
+    write_weights: Callable[[Path], object],
+) -> Path:
     """Write checkpoint ``state['step']``: weights via ``write_weights(folder)``, then state.pt."""
     root = Path(out_dir) / "checkpoints"
     path = root / f"step-{state['step']:07d}"
@@ -52,8 +64,12 @@ def save_checkpoint(out_dir: Path, state: dict, optimizer, scheduler, keep: int,
         shutil.rmtree(path)
     path.mkdir(parents=True)
     write_weights(path)
-    payload = {**state, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-               "rng": torch.get_rng_state()}
+    payload = {
+        **state,
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "rng": torch.get_rng_state(),
+    }
     tmp = path / (STATE_FILE + ".tmp")
     torch.save(payload, tmp)
     os.replace(tmp, path / STATE_FILE)
@@ -69,8 +85,10 @@ def load_state(checkpoint: Path, fingerprint: str, optimizer, scheduler) -> dict
     Raises ValueError when the checkpoint was made from other data or settings."""
     state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=False)
     if state.get("data_fingerprint") != fingerprint:
-        raise ValueError(f"{checkpoint} was trained on other data or settings; "
-                         "use another output directory or turn resuming off")
+        raise ValueError(
+            f"{checkpoint} was trained on other data or settings; "
+            "use another output directory or turn resuming off"
+        )
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["rng"])

@@ -19,14 +19,36 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..weights.adapters import (ADAPTER_FORMAT, ADAPTER_NOTE, AdapterError, AdapterInfo, adapter_extra,
-                                apply_adapter_to_dir, load_adapter, merge_into_hf_state, read_adapter_info,
-                                read_adapter_note)
+from ..weights.adapters import (
+    ADAPTER_FORMAT,
+    ADAPTER_NOTE,
+    AdapterError,
+    AdapterInfo,
+    adapter_extra,
+    apply_adapter_to_dir,
+    load_adapter,
+    merge_into_hf_state,
+    read_adapter_info,
+    read_adapter_note,
+)
 
 __all__ = [
-    "ADAPTER_FORMAT", "ADAPTER_NOTE", "DEFAULT_MODULES", "AdapterError", "AdapterInfo", "LoRALinear",
-    "adapter_extra", "adapter_parameters", "apply_adapter_to_dir", "attach_lora", "load_adapter",
-    "merge_into_hf_state", "merge_lora", "read_adapter_info", "read_adapter_note", "save_adapter",
+    "ADAPTER_FORMAT",
+    "ADAPTER_NOTE",
+    "DEFAULT_MODULES",
+    "AdapterError",
+    "AdapterInfo",
+    "LoRALinear",
+    "adapter_extra",
+    "adapter_parameters",
+    "apply_adapter_to_dir",
+    "attach_lora",
+    "load_adapter",
+    "merge_into_hf_state",
+    "merge_lora",
+    "read_adapter_info",
+    "read_adapter_note",
+    "save_adapter",
 ]
 
 DEFAULT_MODULES = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
@@ -63,8 +85,12 @@ def _targets(model: nn.Module, modules: tuple[str, ...]):
                 yield module, child_name, f"{name}.{child_name}" if name else child_name
 
 
-def attach_lora(model: nn.Module, rank: int = 16, alpha: float = 32.0,
-                modules: tuple[str, ...] = DEFAULT_MODULES) -> AdapterInfo:
+def attach_lora(
+    model: nn.Module,
+    rank: int = 16,
+    alpha: float = 32.0,
+    modules: tuple[str, ...] = DEFAULT_MODULES,
+) -> AdapterInfo:
     """Freeze ``model`` and wrap every linear layer named in ``modules`` in a LoRALinear."""
     for p in model.parameters():
         p.requires_grad_(False)
@@ -96,8 +122,14 @@ def save_adapter(model: nn.Module, path: str | Path, info: AdapterInfo) -> Path:
     for name, m in wrapped.items():
         tensors[f"{name}.lora_A"] = m.lora_A.detach().float().contiguous().cpu()
         tensors[f"{name}.lora_B"] = m.lora_B.detach().float().contiguous().cpu()
-    meta = {"format": ADAPTER_FORMAT, "rank": str(info.rank), "alpha": str(info.alpha),
-            "modules": ",".join(info.modules), "base": info.base, "extra": info.extra}
+    meta = {
+        "format": ADAPTER_FORMAT,
+        "rank": str(info.rank),
+        "alpha": str(info.alpha),
+        "modules": ",".join(info.modules),
+        "base": info.base,
+        "extra": info.extra,
+    }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -114,5 +146,3 @@ def merge_lora(model: nn.Module) -> nn.Module:
             parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
             setattr(parent, name.rsplit(".", 1)[-1], m.base)
     return model
-
-

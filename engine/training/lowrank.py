@@ -25,7 +25,14 @@ from .data import Record, progress_bar
 from .train import _trainable, unroll_batch
 from .ttt import DEFAULT_STEPS, PrefixCache, step_rows
 
-__all__ = ["LowrankResult", "candidate_recall", "collect_states", "lowrank_kl", "lowrank_stage", "train_lowrank"]
+__all__ = [
+    "LowrankResult",
+    "candidate_recall",
+    "collect_states",
+    "lowrank_kl",
+    "lowrank_stage",
+    "train_lowrank",
+]
 
 
 @dataclass
@@ -40,17 +47,27 @@ class LowrankResult:
 
 
 @torch.no_grad()
-def collect_states(target, drafter: Drafter, records: Sequence[Record], *, steps: int = DEFAULT_STEPS,
-                   batch_size: int = 4, max_length: int | None = None, max_rows: int | None = None,
-                   prefix_cache: PrefixCache | None = None, progress: bool = False) -> torch.Tensor:
+def collect_states(
+    target,
+    drafter: Drafter,
+    records: Sequence[Record],
+    *,
+    steps: int = DEFAULT_STEPS,
+    batch_size: int = 4,
+    max_length: int | None = None,
+    max_rows: int | None = None,
+    prefix_cache: PrefixCache | None = None,
+    progress: bool = False,
+) -> torch.Tensor:
     """Drafter outputs [n, H] at every TTT depth on response positions of ``records``."""
     rows: list[torch.Tensor] = []
     count = 0
     bar = progress_bar(len(records), enabled=progress, desc="states", unit="record")
     for i in range(0, len(records), batch_size):
-        batch = records[i: i + batch_size]
-        outputs, _, labels, start = unroll_batch(target, drafter, batch, steps=steps, max_length=max_length,
-                                                 prefix_cache=prefix_cache)
+        batch = records[i : i + batch_size]
+        outputs, _, labels, start = unroll_batch(
+            target, drafter, batch, steps=steps, max_length=max_length, prefix_cache=prefix_cache
+        )
         for k, bi, qi, _ in step_rows(outputs, labels, start):
             rows.append(outputs[k][bi, qi].float())
             count += len(bi)
@@ -63,17 +80,22 @@ def collect_states(target, drafter: Drafter, records: Sequence[Record], *, steps
 
 
 @torch.no_grad()
-def candidate_recall(drafter: Drafter, states: torch.Tensor, top_k: Sequence[int] = (1, 4),
-                     candidates: int | None = None, chunk: int = 1024) -> dict:
+def candidate_recall(
+    drafter: Drafter,
+    states: torch.Tensor,
+    top_k: Sequence[int] = (1, 4),
+    candidates: int | None = None,
+    chunk: int = 1024,
+) -> dict:
     """{"recall@k": share of the full head's top-k inside the low-rank top-m} for each k."""
     m = min(candidates or drafter.config.lowrank_candidates, drafter.config.draft_vocab_size)
     hits = {k: 0.0 for k in top_k}
     for i in range(0, len(states), chunk):
-        x = states[i: i + chunk]
-        cand = drafter.lowrank_logits(x).topk(m, dim=-1).indices                 # [n, m]
+        x = states[i : i + chunk]
+        cand = drafter.lowrank_logits(x).topk(m, dim=-1).indices  # [n, m]
         full = drafter.logits(x)
         for k in top_k:
-            top = full.topk(k, dim=-1).indices                                    # [n, k]
+            top = full.topk(k, dim=-1).indices  # [n, k]
             hits[k] += float((top[:, :, None] == cand[:, None, :]).any(-1).float().mean(-1).sum())
     n = max(1, len(states))
     return {f"recall@{k}": round(hits[k] / n, 4) for k in top_k}
@@ -89,14 +111,25 @@ def lowrank_kl(drafter: Drafter, states: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def _mean_kl(drafter: Drafter, states: torch.Tensor, chunk: int = 1024) -> float:
-    total = sum(float(lowrank_kl(drafter, states[i: i + chunk])) * len(states[i: i + chunk])
-                for i in range(0, len(states), chunk))
+    total = sum(
+        float(lowrank_kl(drafter, states[i : i + chunk])) * len(states[i : i + chunk])
+        for i in range(0, len(states), chunk)
+    )
     return round(total / max(1, len(states)), 5)
 
 
-def train_lowrank(drafter: Drafter, states: torch.Tensor, *, steps: int = 500, lr: float = 2e-3,
-                  batch_rows: int = 256, warmup_steps: int = 20, grad_clip: float = 0.5, seed: int = 0,
-                  progress: bool = True) -> list[float]:
+def train_lowrank(
+    drafter: Drafter,
+    states: torch.Tensor,
+    *,
+    steps: int = 500,
+    lr: float = 2e-3,
+    batch_rows: int = 256,
+    warmup_steps: int = 20,
+    grad_clip: float = 0.5,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[float]:
     """AdamW (0.9, 0.95) on lowrank_down/up only; returns the loss per step."""
     if drafter.lowrank_down is None:
         raise ValueError("the drafter has no low-rank head (build it with lowrank_rank)")
@@ -104,7 +137,9 @@ def train_lowrank(drafter: Drafter, states: torch.Tensor, *, steps: int = 500, l
         raise ValueError("no drafter states to train the low-rank head on")
     params = _trainable(drafter, lowrank=True)
     optimizer = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / max(1, warmup_steps)))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / max(1, warmup_steps))
+    )
     gen = torch.Generator().manual_seed(seed)
     losses = []
     bar = progress_bar(steps, enabled=progress, desc="lowrank", unit="step")
@@ -125,24 +160,65 @@ def train_lowrank(drafter: Drafter, states: torch.Tensor, *, steps: int = 500, l
     return losses
 
 
-def lowrank_stage(target, drafter: Drafter, train_records: Sequence[Record], val_records: Sequence[Record] = (),
-                  *, steps: int = 500, lr: float = 2e-3, batch_rows: int = 256, ttt_steps: int = DEFAULT_STEPS,
-                  batch_size: int = 4, max_length: int | None = None, max_rows: int = 200_000,
-                  init_from_svd: bool = True, top_k: Sequence[int] = (1, 4), seed: int = 0,
-                  progress: bool = True) -> LowrankResult:
+def lowrank_stage(
+    target,
+    drafter: Drafter,
+    train_records: Sequence[Record],
+    val_records: Sequence[Record] = (),
+    *,
+    steps: int = 500,
+    lr: float = 2e-3,
+    batch_rows: int = 256,
+    ttt_steps: int = DEFAULT_STEPS,
+    batch_size: int = 4,
+    max_length: int | None = None,
+    max_rows: int = 200_000,
+    init_from_svd: bool = True,
+    top_k: Sequence[int] = (1, 4),
+    seed: int = 0,
+    progress: bool = True,
+) -> LowrankResult:
     """SVD init (optional), collect states, train the low-rank factors; recall before/after on held-out states."""
     started = time.perf_counter()
     if init_from_svd:
         drafter.init_lowrank_from_head()
     cache = PrefixCache(target)
-    states = collect_states(target, drafter, train_records, steps=ttt_steps, batch_size=batch_size,
-                            max_length=max_length, max_rows=max_rows, prefix_cache=cache, progress=progress)
-    held = (collect_states(target, drafter, val_records, steps=ttt_steps, batch_size=batch_size,
-                           max_length=max_length, prefix_cache=cache) if val_records else states)
+    states = collect_states(
+        target,
+        drafter,
+        train_records,
+        steps=ttt_steps,
+        batch_size=batch_size,
+        max_length=max_length,
+        max_rows=max_rows,
+        prefix_cache=cache,
+        progress=progress,
+    )
+    held = (
+        collect_states(
+            target,
+            drafter,
+            val_records,
+            steps=ttt_steps,
+            batch_size=batch_size,
+            max_length=max_length,
+            prefix_cache=cache,
+        )
+        if val_records
+        else states
+    )
     result = LowrankResult(rows=len(states))
-    result.recall_before, result.kl_before = candidate_recall(drafter, held, top_k), _mean_kl(drafter, held)
-    train_lowrank(drafter, states, steps=steps, lr=lr, batch_rows=batch_rows, seed=seed, progress=progress)
-    result.recall_after, result.kl_after = candidate_recall(drafter, held, top_k), _mean_kl(drafter, held)
+    result.recall_before, result.kl_before = (
+        candidate_recall(drafter, held, top_k),
+        _mean_kl(drafter, held),
+    )
+    train_lowrank(
+        drafter, states, steps=steps, lr=lr, batch_rows=batch_rows, seed=seed, progress=progress
+    )
+    result.recall_after, result.kl_after = (
+        candidate_recall(drafter, held, top_k),
+        _mean_kl(drafter, held),
+    )
     result.steps = steps
     result.seconds = time.perf_counter() - started
     return result

@@ -33,7 +33,14 @@ from .data import Record, progress_bar
 from .lora import AdapterInfo, adapter_parameters, load_adapter, save_adapter
 from .train import collate, epoch_batches, warmup_cosine
 
-__all__ = ["ADAPTER_FILE", "SFTConfig", "SFTResult", "answer_loss", "evaluate_answer_loss", "train_lora"]
+__all__ = [
+    "ADAPTER_FILE",
+    "SFTConfig",
+    "SFTResult",
+    "answer_loss",
+    "evaluate_answer_loss",
+    "train_lora",
+]
 
 ADAPTER_FILE = "adapter.safetensors"
 
@@ -41,7 +48,7 @@ ADAPTER_FILE = "adapter.safetensors"
 @dataclass
 class SFTConfig:
     epochs: int = 1
-    max_steps: int | None = None          # overrides epochs when set
+    max_steps: int | None = None  # overrides epochs when set
     batch_size: int = 8
     lr: float = 3e-4
     warmup_steps: int = 20
@@ -49,12 +56,12 @@ class SFTConfig:
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.98)
     grad_clip: float = 1.0
-    max_length: int = 512                 # longer records are cut (their tail answer tokens drop)
+    max_length: int = 512  # longer records are cut (their tail answer tokens drop)
     seed: int = 0
     checkpoint_every: int = 50
     keep_checkpoints: int = 2
-    val_every: int = 100                  # 0: validate only at the end
-    autocast: str | None = None           # "bfloat16": matmuls in bf16, LoRA weights and optimizer in fp32
+    val_every: int = 100  # 0: validate only at the end
+    autocast: str | None = None  # "bfloat16": matmuls in bf16, LoRA weights and optimizer in fp32
 
 
 @dataclass
@@ -62,8 +69,8 @@ class SFTResult:
     steps: int = 0
     steps_run: int = 0
     train_seconds: float = 0.0
-    answer_tokens: int = 0                # answer tokens trained on in this run
-    tokens: int = 0                       # all tokens through the model in this run
+    answer_tokens: int = 0  # answer tokens trained on in this run
+    tokens: int = 0  # all tokens through the model in this run
     adapter_path: str | None = None
     last: dict = field(default_factory=dict)
     validation: dict = field(default_factory=dict)
@@ -97,7 +104,7 @@ def answer_loss(model: Transformer, records: Sequence[Record], max_length: int |
     """Mean next-token cross-entropy over the answer tokens of ``records``; (loss, answer tokens, tokens)."""
     device = model.embed_tokens.weight.device
     _, tokens, loss_mask, _ = collate(records, max_length, device)
-    predicted = loss_mask[:, 1:].bool()           # position t predicts token t+1
+    predicted = loss_mask[:, 1:].bool()  # position t predicts token t+1
     count = int(predicted.sum())
     if count == 0:
         raise ValueError("no answer tokens in the batch (all cut by max_length?)")
@@ -108,12 +115,16 @@ def answer_loss(model: Transformer, records: Sequence[Record], max_length: int |
 
 
 @torch.no_grad()
-def evaluate_answer_loss(model: Transformer, records: Sequence[Record], batch_size: int = 8,
-                         max_length: int | None = None) -> float:
+def evaluate_answer_loss(
+    model: Transformer,
+    records: Sequence[Record],
+    batch_size: int = 8,
+    max_length: int | None = None,
+) -> float:
     """Answer-token cross-entropy over ``records`` (token weighted)."""
     total, count = 0.0, 0
     for i in range(0, len(records), batch_size):
-        loss, n, _ = answer_loss(model, records[i: i + batch_size], max_length)
+        loss, n, _ = answer_loss(model, records[i : i + batch_size], max_length)
         total, count = total + float(loss) * n, count + n
     return total / max(1, count)
 
@@ -142,7 +153,9 @@ def _load_adapter_weights(model: Transformer, path: Path) -> None:
             p.copy_(tensors[name].to(p.dtype))
 
 
-def _resume(out_dir: Path, model, optimizer, scheduler, fingerprint: str, log) -> tuple[int, int, int]:
+def _resume(
+    out_dir: Path, model, optimizer, scheduler, fingerprint: str, log
+) -> tuple[int, int, int]:
     checkpoint = latest_checkpoint(out_dir)
     if checkpoint is None:
         return 0, 0, 0
@@ -153,10 +166,19 @@ def _resume(out_dir: Path, model, optimizer, scheduler, fingerprint: str, log) -
     return state["step"], state["epoch"], state["position"]
 
 
-def train_lora(model: Transformer, info: AdapterInfo, train_records: Sequence[Record], out_dir: str | Path,
-               config: SFTConfig | None = None, *, val_records: Sequence[Record] = (),
-               check: Callable[[Transformer, int], dict] | None = None, resume: bool = True,
-               progress: bool = True, log: Callable[[str], None] | None = None) -> SFTResult:
+def train_lora(
+    model: Transformer,
+    info: AdapterInfo,
+    train_records: Sequence[Record],
+    out_dir: str | Path,
+    config: SFTConfig | None = None,
+    *,
+    val_records: Sequence[Record] = (),
+    check: Callable[[Transformer, int], dict] | None = None,
+    resume: bool = True,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> SFTResult:
     """Train the LoRA layers of ``model`` on ``train_records``; see the module docstring.
 
     ``check(model, step)`` runs at each validation (model in eval mode) and its
@@ -170,16 +192,31 @@ def train_lora(model: Transformer, info: AdapterInfo, train_records: Sequence[Re
     params = adapter_parameters(model)
     if not params:
         raise ValueError("the model has no LoRA layers (call attach_lora first)")
-    optimizer = torch.optim.AdamW(params, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(
+        params, lr=config.lr, betas=config.betas, weight_decay=config.weight_decay
+    )
     per_epoch = math.ceil(len(train_records) / config.batch_size)
     total = config.max_steps if config.max_steps else config.epochs * per_epoch
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, warmup_cosine(config.warmup_steps, config.min_lr_ratio, total))
+        optimizer, warmup_cosine(config.warmup_steps, config.min_lr_ratio, total)
+    )
     fingerprint = _fingerprint(train_records, config, info)
-    step, epoch, position = _resume(out_dir, model, optimizer, scheduler, fingerprint, log) if resume else (0, 0, 0)
-    (out_dir / "tune_config.json").write_text(json.dumps(
-        {"train": asdict(config), "adapter": asdict(info), "train_records": len(train_records),
-         "val_records": len(val_records), "data_fingerprint": fingerprint}, indent=2) + "\n")
+    step, epoch, position = (
+        _resume(out_dir, model, optimizer, scheduler, fingerprint, log) if resume else (0, 0, 0)
+    )
+    (out_dir / "tune_config.json").write_text(
+        json.dumps(
+            {
+                "train": asdict(config),
+                "adapter": asdict(info),
+                "train_records": len(train_records),
+                "val_records": len(val_records),
+                "data_fingerprint": fingerprint,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     lengths = [len(r.input_ids) for r in train_records]
     result = SFTResult(steps=step)
     log_file = open(out_dir / "tune_log.jsonl", "a", encoding="utf-8")
@@ -193,8 +230,9 @@ def train_lora(model: Transformer, info: AdapterInfo, train_records: Sequence[Re
         model.eval()
         entry: dict = {}
         if val_records:
-            entry["val_loss"] = round(evaluate_answer_loss(model, val_records, config.batch_size,
-                                                           config.max_length), 4)
+            entry["val_loss"] = round(
+                evaluate_answer_loss(model, val_records, config.batch_size, config.max_length), 4
+            )
         if check is not None:
             entry.update(check(model, step))
         model.train()
@@ -205,9 +243,14 @@ def train_lora(model: Transformer, info: AdapterInfo, train_records: Sequence[Re
                 log(f"step {step}: validation {json.dumps(entry)}")
 
     def checkpoint() -> None:
-        save_checkpoint(out_dir, {"step": step, "epoch": epoch, "position": position,
-                                  "data_fingerprint": fingerprint}, optimizer, scheduler, config.keep_checkpoints,
-                        lambda path: save_adapter(model, path / ADAPTER_FILE, info))
+        save_checkpoint(
+            out_dir,
+            {"step": step, "epoch": epoch, "position": position, "data_fingerprint": fingerprint},
+            optimizer,
+            scheduler,
+            config.keep_checkpoints,
+            lambda path: save_adapter(model, path / ADAPTER_FILE, info),
+        )
 
     try:
         model.train()
@@ -217,7 +260,8 @@ def train_lora(model: Transformer, info: AdapterInfo, train_records: Sequence[Re
                 started = time.perf_counter()
                 with _compute_precision(model, config.autocast):
                     loss, answer_tokens, tokens = answer_loss(
-                        model, [train_records[i] for i in batches[position]], config.max_length)
+                        model, [train_records[i] for i in batches[position]], config.max_length
+                    )
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(params, config.grad_clip))
@@ -229,12 +273,18 @@ def train_lora(model: Transformer, info: AdapterInfo, train_records: Sequence[Re
                 result.answer_tokens += answer_tokens
                 result.tokens += tokens
                 lr = scheduler.get_last_lr()[0]
-                result.last = {"loss": round(float(loss.detach()), 4), "grad_norm": round(grad_norm, 4),
-                               "tokens": tokens}
+                result.last = {
+                    "loss": round(float(loss.detach()), 4),
+                    "grad_norm": round(grad_norm, 4),
+                    "tokens": tokens,
+                }
                 write({"step": step, "epoch": epoch, "lr": lr, **result.last})
                 bar.update(1)
-                bar.set_postfix(loss=f"{result.last['loss']:.3f}", lr=f"{lr:.1e}",
-                                tok_s=f"{result.tokens_per_s:.0f}")
+                bar.set_postfix(
+                    loss=f"{result.last['loss']:.3f}",
+                    lr=f"{lr:.1e}",
+                    tok_s=f"{result.tokens_per_s:.0f}",
+                )
                 if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total:
                     checkpoint()
                 if config.val_every and step % config.val_every == 0 and step < total:

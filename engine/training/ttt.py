@@ -43,13 +43,25 @@ DEFAULT_STEPS = 7
 DEFAULT_DECAY = 0.8
 
 __all__ = [
-    "DEFAULT_DECAY", "DEFAULT_STEPS", "PrefixCache", "TTTLoss", "TargetFeatures", "label_mask",
-    "steps_start", "target_features", "ttt_forward", "ttt_loss", "ttt_mask", "ttt_positions",
+    "DEFAULT_DECAY",
+    "DEFAULT_STEPS",
+    "PrefixCache",
+    "TTTLoss",
+    "TargetFeatures",
+    "label_mask",
+    "steps_start",
+    "target_features",
+    "ttt_forward",
+    "ttt_loss",
+    "ttt_mask",
+    "ttt_positions",
 ]
 
 
 # ---- layout ---------------------------------------------------------------------------------------
-def ttt_mask(length: int, steps: int, start: int = 0, device: torch.device | str | None = None) -> torch.Tensor:
+def ttt_mask(
+    length: int, steps: int, start: int = 0, device: torch.device | str | None = None
+) -> torch.Tensor:
     """Bool [N, N] over the concatenated queries/keys of all steps (True = may attend).
 
     Step 0 has ``length`` rows (positions 0..T-1); steps 1..K-1 have T - start rows each
@@ -57,23 +69,28 @@ def ttt_mask(length: int, steps: int, start: int = 0, device: torch.device | str
     and the key (k', i) of every step 1 <= k' <= k.
     """
     if steps < 1 or not 0 <= start < length:
-        raise ValueError(f"need steps >= 1 and 0 <= start < length, got steps={steps} start={start} length={length}")
+        raise ValueError(
+            f"need steps >= 1 and 0 <= start < length, got steps={steps} start={start} length={length}"
+        )
     t, tq = length, length - start
     n = t + (steps - 1) * tq
     mask = torch.zeros(n, n, dtype=torch.bool, device=device)
     mask[:t, :t] = torch.ones(t, t, dtype=torch.bool, device=device).tril()
-    prefix = torch.arange(start, t, device=device)[:, None] >= torch.arange(t, device=device)[None, :]
+    prefix = (
+        torch.arange(start, t, device=device)[:, None] >= torch.arange(t, device=device)[None, :]
+    )
     diagonal = torch.eye(tq, dtype=torch.bool, device=device)
     for k in range(1, steps):
         rows = slice(t + (k - 1) * tq, t + k * tq)
         mask[rows, :t] = prefix
         for earlier in range(1, k + 1):
-            mask[rows, t + (earlier - 1) * tq: t + earlier * tq] = diagonal
+            mask[rows, t + (earlier - 1) * tq : t + earlier * tq] = diagonal
     return mask
 
 
-def ttt_positions(length: int, steps: int, start: int = 0,
-                  device: torch.device | str | None = None) -> tuple[list[torch.Tensor], torch.Tensor]:
+def ttt_positions(
+    length: int, steps: int, start: int = 0, device: torch.device | str | None = None
+) -> tuple[list[torch.Tensor], torch.Tensor]:
     """Rope positions: per step the query positions (step k: i + k), and all keys concatenated."""
     queries = [torch.arange(length, device=device)]
     queries += [torch.arange(start, length, device=device) + k for k in range(1, steps)]
@@ -97,8 +114,9 @@ def steps_start(labels: torch.Tensor, steps: int) -> int:
 
 
 # ---- unroll ---------------------------------------------------------------------------------------
-def ttt_forward(drafter, hidden: torch.Tensor, tokens: torch.Tensor, steps: int = DEFAULT_STEPS,
-                start: int = 0) -> list[torch.Tensor]:
+def ttt_forward(
+    drafter, hidden: torch.Tensor, tokens: torch.Tensor, steps: int = DEFAULT_STEPS, start: int = 0
+) -> list[torch.Tensor]:
     """Unroll the drafter; returns per step its outputs: step 0 [B, T, H], step k [B, T-start, H].
 
     hidden: fused target features [B, T, H] (``drafter.fuse(taps)``); tokens [B, T]
@@ -110,7 +128,7 @@ def ttt_forward(drafter, hidden: torch.Tensor, tokens: torch.Tensor, steps: int 
     mask = ttt_mask(t, steps, start, device)
     queries, keys = ttt_positions(t, steps, start, device)
     cache = drafter.new_cache(mask.shape[0], batch=b)
-    padded = F.pad(tokens, (0, steps + 1), value=0)     # x_{i+k+1} past the end: never a label
+    padded = F.pad(tokens, (0, steps + 1), value=0)  # x_{i+k+1} past the end: never a label
     outputs: list[torch.Tensor] = []
     for k in range(steps):
         first = 0 if k == 0 else start
@@ -119,10 +137,16 @@ def ttt_forward(drafter, hidden: torch.Tensor, tokens: torch.Tensor, steps: int 
             h = hidden
         else:
             h = outputs[0][:, start:] if k == 1 else outputs[-1]
-        step_tokens = padded[:, first + k + 1: first + k + 1 + n]
+        step_tokens = padded[:, first + k + 1 : first + k + 1 + n]
         begin, end = cache.length, cache.length + n
-        out = drafter(h, step_tokens, cache, positions=queries[k], mask=mask[begin:end, :end],
-                      key_positions=keys[:end])
+        out = drafter(
+            h,
+            step_tokens,
+            cache,
+            positions=queries[k],
+            mask=mask[begin:end, :end],
+            key_positions=keys[:end],
+        )
         cache.commit(n)
         outputs.append(out)
     return outputs
@@ -131,7 +155,7 @@ def ttt_forward(drafter, hidden: torch.Tensor, tokens: torch.Tensor, steps: int 
 # ---- target side ----------------------------------------------------------------------------------
 @dataclass
 class _PrefixEntry:
-    k: torch.Tensor          # [L, 1, Hkv, P, D]
+    k: torch.Tensor  # [L, 1, Hkv, P, D]
     v: torch.Tensor
     taps: torch.Tensor | None  # [1, P, 3H]
 
@@ -155,9 +179,14 @@ class PrefixCache:
         p = len(key)
         cache = self.model.new_cache(p)
         device = cache.k.device
-        out = self.model(torch.tensor([key], device=device), cache, logits_at=slice(0, 0), taps=taps)
-        entry = _PrefixEntry(cache.k[:, :, :, :p].clone(), cache.v[:, :, :, :p].clone(),
-                             out.taps.clone() if taps else None)
+        out = self.model(
+            torch.tensor([key], device=device), cache, logits_at=slice(0, 0), taps=taps
+        )
+        entry = _PrefixEntry(
+            cache.k[:, :, :, :p].clone(),
+            cache.v[:, :, :, :p].clone(),
+            out.taps.clone() if taps else None,
+        )
         self._entries[key] = entry
         if len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
@@ -171,15 +200,23 @@ class PrefixCache:
 
 @dataclass
 class TargetFeatures:
-    taps: torch.Tensor        # [B, T, 3H]
-    logits: torch.Tensor      # [B, L, Vd] target logits at positions offset..offset+L-1, draft vocab only
-    argmax: torch.Tensor      # [B, L] the target's argmax (target ids, full vocabulary)
+    taps: torch.Tensor  # [B, T, 3H]
+    logits: (
+        torch.Tensor
+    )  # [B, L, Vd] target logits at positions offset..offset+L-1, draft vocab only
+    argmax: torch.Tensor  # [B, L] the target's argmax (target ids, full vocabulary)
     offset: int
 
 
-def target_features(model, sequences: Sequence[Sequence[int]], labels: torch.Tensor, *,
-                    vocab_ids: torch.Tensor | None = None, prefix_lens: Sequence[int] | None = None,
-                    prefix_cache: PrefixCache | None = None) -> TargetFeatures:
+def target_features(
+    model,
+    sequences: Sequence[Sequence[int]],
+    labels: torch.Tensor,
+    *,
+    vocab_ids: torch.Tensor | None = None,
+    prefix_lens: Sequence[int] | None = None,
+    prefix_cache: PrefixCache | None = None,
+) -> TargetFeatures:
     """Run the frozen target on each sequence (right-padded into [B, T]); logits only where labels are.
 
     vocab_ids: target ids of the draft vocabulary (None = full vocabulary).
@@ -213,23 +250,31 @@ def target_features(model, sequences: Sequence[Sequence[int]], labels: torch.Ten
             out = model(ids, cache, taps=True, logits_at=slice(first - p, None))
             tapped.append(out.taps)
             taps[row, :n] = torch.cat(tapped, dim=1)[0].float()
-            full = out.logits[0].float()                                   # [n - first, V]
-            argmax[row, first - offset: n - offset] = full.argmax(-1)
-            logits[row, first - offset: n - offset] = full if vocab_ids is None else full[:, vocab_ids.to(device)]
+            full = out.logits[0].float()  # [n - first, V]
+            argmax[row, first - offset : n - offset] = full.argmax(-1)
+            logits[row, first - offset : n - offset] = (
+                full if vocab_ids is None else full[:, vocab_ids.to(device)]
+            )
     return TargetFeatures(taps, logits, argmax, offset)
 
 
 # ---- loss ---------------------------------------------------------------------------------------------
 @dataclass
 class TTTLoss:
-    loss: torch.Tensor                              # scalar, differentiable
+    loss: torch.Tensor  # scalar, differentiable
     step_loss: list[float] = field(default_factory=list)
-    step_acc: list[float] = field(default_factory=list)   # draft argmax == target argmax (target ids)
+    step_acc: list[float] = field(
+        default_factory=list
+    )  # draft argmax == target argmax (target ids)
     step_count: list[int] = field(default_factory=list)
 
     def summary(self) -> dict:
-        return {"loss": float(self.loss.detach()), "step_loss": [round(x, 4) for x in self.step_loss],
-                "step_acc": [round(x, 4) for x in self.step_acc], "step_count": self.step_count}
+        return {
+            "loss": float(self.loss.detach()),
+            "step_loss": [round(x, 4) for x in self.step_loss],
+            "step_acc": [round(x, 4) for x in self.step_acc],
+            "step_count": self.step_count,
+        }
 
 
 def step_rows(outputs: Sequence[torch.Tensor], labels: torch.Tensor, start: int):
@@ -237,15 +282,23 @@ def step_rows(outputs: Sequence[torch.Tensor], labels: torch.Tensor, start: int)
     b, t = labels.shape
     for k, out in enumerate(outputs):
         first = 0 if k == 0 else start
-        j = torch.arange(first, first + out.shape[1], device=labels.device) + k + 1   # target position
+        j = (
+            torch.arange(first, first + out.shape[1], device=labels.device) + k + 1
+        )  # target position
         inside = j < t
         valid = labels[:, j.clamp(max=t - 1)] & inside[None, :]
         bi, qi = valid.nonzero(as_tuple=True)
         yield k, bi, qi, j[qi]
 
 
-def ttt_loss(drafter, outputs: Sequence[torch.Tensor], features: TargetFeatures, labels: torch.Tensor,
-             start: int = 0, decay: float = DEFAULT_DECAY) -> TTTLoss:
+def ttt_loss(
+    drafter,
+    outputs: Sequence[torch.Tensor],
+    features: TargetFeatures,
+    labels: torch.Tensor,
+    start: int = 0,
+    decay: float = DEFAULT_DECAY,
+) -> TTTLoss:
     """sum_k decay^k * soft cross-entropy(p_target, log q_draft) over the draft vocabulary."""
     total = outputs[0].new_zeros(())
     result = TTTLoss(total)
@@ -255,11 +308,11 @@ def ttt_loss(drafter, outputs: Sequence[torch.Tensor], features: TargetFeatures,
             result.step_acc.append(0.0)
             result.step_count.append(0)
             continue
-        logq = drafter.logprobs(outputs[k][bi, qi])                        # [n, Vd]
+        logq = drafter.logprobs(outputs[k][bi, qi])  # [n, Vd]
         tpos = j - features.offset
-        p = torch.softmax(features.logits[bi, tpos], dim=-1)                # restricted + renormalised
+        p = torch.softmax(features.logits[bi, tpos], dim=-1)  # restricted + renormalised
         ce = -(p * logq).sum(-1).mean()
-        total = total + decay ** k * ce
+        total = total + decay**k * ce
         with torch.no_grad():
             hit = drafter.draft_to_target(logq.argmax(-1)) == features.argmax[bi, tpos]
         result.step_loss.append(float(ce.detach()))

@@ -18,8 +18,11 @@ import torch
 __all__ = ["apply_draft_vocab", "select_draft_vocab", "token_counts", "vocab_coverage"]
 
 
-def token_counts(sequences: Iterable[Sequence[int]], vocab_size: int,
-                 masks: Iterable[Sequence[int]] | None = None) -> torch.Tensor:
+def token_counts(
+    sequences: Iterable[Sequence[int]],
+    vocab_size: int,
+    masks: Iterable[Sequence[int]] | None = None,
+) -> torch.Tensor:
     """Counts [vocab_size] of the tokens (only where the mask is 1, when masks are given)."""
     counts = torch.zeros(vocab_size, dtype=torch.long)
     masks = iter(masks) if masks is not None else None
@@ -49,7 +52,7 @@ def select_draft_vocab(counts: torch.Tensor, size: int, always: Sequence[int] = 
         if tid not in taken:
             chosen.append(tid)
             taken.add(tid)
-    for tid in range(vocab):                          # unseen tokens: smallest ids first
+    for tid in range(vocab):  # unseen tokens: smallest ids first
         if len(chosen) == size:
             break
         if tid not in taken:

@@ -25,8 +25,10 @@ from ..runtime.config import ModelConfig
 from .state_dict import read_state_dict
 
 ADAPTER_FORMAT = "promptx-lora-1"
-ADAPTER_NOTE = "adapter.json"      # written into a model directory an adapter was merged into
-ADAPTER_COPY = "adapter/adapter.safetensors"   # the merged adapter itself (not a *.safetensors of the model)
+ADAPTER_NOTE = "adapter.json"  # written into a model directory an adapter was merged into
+ADAPTER_COPY = (
+    "adapter/adapter.safetensors"  # the merged adapter itself (not a *.safetensors of the model)
+)
 
 
 class AdapterError(ValueError):
@@ -38,8 +40,8 @@ class AdapterInfo:
     rank: int
     alpha: float
     modules: tuple[str, ...]
-    base: str = ""           # identity of the model it was trained on (informational)
-    extra: str = "{}"        # JSON the trainer adds (prompt style, data, steps)
+    base: str = ""  # identity of the model it was trained on (informational)
+    extra: str = "{}"  # JSON the trainer adds (prompt style, data, steps)
 
     @property
     def scale(self) -> float:
@@ -53,13 +55,17 @@ def read_adapter_info(path: str | Path) -> AdapterInfo:
     try:
         with safe_open(str(path), "pt") as handle:
             meta = handle.metadata() or {}
-    except Exception as exc:           # safetensors' own error type is not an OSError
+    except Exception as exc:  # safetensors' own error type is not an OSError
         raise AdapterError(f"{path}: not a readable adapter file ({exc})") from None
     if meta.get("format") != ADAPTER_FORMAT:
         raise AdapterError(f"{path}: not a promptx LoRA adapter (format {meta.get('format')!r})")
-    return AdapterInfo(rank=int(meta["rank"]), alpha=float(meta["alpha"]),
-                       modules=tuple(meta["modules"].split(",")), base=meta.get("base", ""),
-                       extra=meta.get("extra", "{}"))
+    return AdapterInfo(
+        rank=int(meta["rank"]),
+        alpha=float(meta["alpha"]),
+        modules=tuple(meta["modules"].split(",")),
+        base=meta.get("base", ""),
+        extra=meta.get("extra", "{}"),
+    )
 
 
 def load_adapter(path: str | Path) -> tuple[AdapterInfo, dict[str, torch.Tensor]]:
@@ -83,14 +89,25 @@ def _hf_split(name: str, cfg: ModelConfig) -> list[tuple[str, int]]:
     leaf = name.rsplit(".", 1)[-1]
     if leaf == "qkv_proj":
         q, kv = cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim
-        return [(f"{head}.q_proj.weight", q), (f"{head}.k_proj.weight", kv), (f"{head}.v_proj.weight", kv)]
+        return [
+            (f"{head}.q_proj.weight", q),
+            (f"{head}.k_proj.weight", kv),
+            (f"{head}.v_proj.weight", kv),
+        ]
     if leaf == "gate_up_proj":
-        return [(f"{head}.gate_proj.weight", cfg.intermediate_size), (f"{head}.up_proj.weight", cfg.intermediate_size)]
+        return [
+            (f"{head}.gate_proj.weight", cfg.intermediate_size),
+            (f"{head}.up_proj.weight", cfg.intermediate_size),
+        ]
     return [(f"model.{name}.weight", -1)]
 
 
-def merge_into_hf_state(state: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor],
-                        info: AdapterInfo, cfg: ModelConfig) -> dict[str, torch.Tensor]:
+def merge_into_hf_state(
+    state: dict[str, torch.Tensor],
+    tensors: dict[str, torch.Tensor],
+    info: AdapterInfo,
+    cfg: ModelConfig,
+) -> dict[str, torch.Tensor]:
     """Add the adapter's deltas to a Hugging Face state dict (in place) and return it."""
     for name, (a, b) in adapter_pairs(tensors).items():
         delta = (b.double() @ a.double()) * info.scale
@@ -100,10 +117,12 @@ def merge_into_hf_state(state: dict[str, torch.Tensor], tensors: dict[str, torch
                 raise AdapterError(f"adapter layer {name} has no weight {hf_name} in the model")
             rows = delta.shape[0] if rows < 0 else rows
             weight = state[hf_name]
-            part = delta[row:row + rows]
+            part = delta[row : row + rows]
             if part.shape != weight.shape:
-                raise AdapterError(f"adapter layer {name}: delta {tuple(part.shape)} does not fit "
-                                   f"{hf_name} {tuple(weight.shape)} (trained on another model?)")
+                raise AdapterError(
+                    f"adapter layer {name}: delta {tuple(part.shape)} does not fit "
+                    f"{hf_name} {tuple(weight.shape)} (trained on another model?)"
+                )
             state[hf_name] = (weight.double() + part).to(weight.dtype)
             row += rows
     return state
@@ -129,15 +148,23 @@ def apply_adapter_to_dir(model_dir: str | Path, adapter: str | Path) -> Path:
     for path in old:
         path.unlink()
     tmp.replace(model_dir / "model.safetensors")
-    note = {"format": ADAPTER_FORMAT, "rank": info.rank, "alpha": info.alpha, "modules": list(info.modules),
-            "base": info.base, "extra": adapter_extra(info)}
+    note = {
+        "format": ADAPTER_FORMAT,
+        "rank": info.rank,
+        "alpha": info.alpha,
+        "modules": list(info.modules),
+        "base": info.base,
+        "extra": adapter_extra(info),
+    }
     (model_dir / ADAPTER_NOTE).write_text(json.dumps(note, indent=2) + "\n")
     (model_dir / ADAPTER_COPY).parent.mkdir(exist_ok=True)
     shutil.copyfile(adapter, model_dir / ADAPTER_COPY)
     return model_dir
 
 
-def split_adapter(model: torch.nn.Module, model_dir: str | Path) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def split_adapter(
+    model: torch.nn.Module, model_dir: str | Path
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Take a merged adapter back out of a loaded float32 ``model`` (runtime layer names, in
     place): each adapted weight becomes its base weight again (to float32 precision) and the
     low-rank terms come back as {layer name: (A [rank, in], scale * B [out, rank])}; {} when
@@ -154,9 +181,11 @@ def split_adapter(model: torch.nn.Module, model_dir: str | Path) -> dict[str, tu
             except AttributeError:
                 raise AdapterError(f"{path}: layer {name} is not in the model") from None
             if weight.dtype != torch.float32:
-                raise AdapterError(f"splitting an adapter needs float32 weights, got {weight.dtype}")
+                raise AdapterError(
+                    f"splitting an adapter needs float32 weights, got {weight.dtype}"
+                )
             up = b.float() * info.scale
-            weight.sub_(up @ a.float())         # fp32: far below a 4-bit step from the float64 merge
+            weight.sub_(up @ a.float())  # fp32: far below a 4-bit step from the float64 merge
             terms[name] = (a.float(), up)
     return terms
 

@@ -34,5 +34,5 @@ def evict_oldest(directory: Path, keep: int) -> None:
                 path.unlink(missing_ok=True)
         else:
             files.append((modified, path))
-    for _, path in sorted(files)[:max(0, len(files) - keep)]:
+    for _, path in sorted(files)[: max(0, len(files) - keep)]:
         path.unlink(missing_ok=True)

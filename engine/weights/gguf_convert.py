@@ -48,7 +48,11 @@ def hf_tensor_name(gguf_name: str) -> str:
 def unpermute_rows(weight: np.ndarray, heads: int) -> np.ndarray:
     """Undo llama.cpp's rotary row interleave of a q or k projection [out, in]."""
     out = weight.shape[0]
-    return weight.reshape(heads, out // heads // 2, 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
+    return (
+        weight.reshape(heads, out // heads // 2, 2, *weight.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weight.shape)
+    )
 
 
 def _field(reader, key: str, default=None):
@@ -122,7 +126,10 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path) -> Path:
     config = read_config(reader)
     tensors = read_tensors(reader, config)
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_file({k: torch.from_numpy(v.copy()) for k, v in tensors.items()}, str(out_dir / "model.safetensors"))
+    save_file(
+        {k: torch.from_numpy(v.copy()) for k, v in tensors.items()},
+        str(out_dir / "model.safetensors"),
+    )
     write_tokenizer(gguf_path, out_dir)
     (out_dir / "config.json").write_text(json.dumps(config, indent=2))
     return out_dir

@@ -30,14 +30,18 @@ from ..runtime.model import Transformer
 from .cache_dir import cache_root, evict_oldest
 
 FORMAT = "int4-store-1"
-KEEP = 3        # stores kept (models x torch versions x CPU capabilities), least recently used go first
-ALIGN = 64      # bytes: torch's own allocations are aligned so; a tensor read from the file may not be
+KEEP = 3  # stores kept (models x torch versions x CPU capabilities), least recently used go first
+ALIGN = 64  # bytes: torch's own allocations are aligned so; a tensor read from the file may not be
 
 
 def store_path(model_dir: str | Path, identity: str) -> Path:
     """Where the int4 form of the model in ``model_dir`` (``identity``: its weight files) is kept."""
     key = "|".join([identity, torch.__version__, torch.backends.cpu.get_cpu_capability(), FORMAT])
-    return cache_root() / "int4" / f"{Path(model_dir).name[:40]}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.safetensors"
+    return (
+        cache_root()
+        / "int4"
+        / f"{Path(model_dir).name[:40]}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.safetensors"
+    )
 
 
 def save_int4(model: Transformer, distance: float, path: Path) -> None:
@@ -50,13 +54,21 @@ def save_int4(model: Transformer, distance: float, path: Path) -> None:
             tensors.update(module.tensors(name))
     tied = model.lm_head.weight.data_ptr() == model.embed_tokens.weight.data_ptr()
     tensors.update(model.lm_head.tensors("lm_head", skip_weight=tied))
-    tensors.update({name: p.data for name, p in model.named_parameters() if not name.startswith(("lm_head.",))
-                    and name not in tensors})
+    tensors.update(
+        {
+            name: p.data
+            for name, p in model.named_parameters()
+            if not name.startswith(("lm_head.",)) and name not in tensors
+        }
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
     try:
-        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp),
-                  metadata={"format": FORMAT, "grid_distance": repr(distance), "tied": str(tied)})
+        save_file(
+            {k: v.contiguous() for k, v in tensors.items()},
+            str(tmp),
+            metadata={"format": FORMAT, "grid_distance": repr(distance), "tied": str(tied)},
+        )
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -90,30 +102,41 @@ def load_stored_int4(model_dir: str | Path, path: Path) -> tuple[Transformer, fl
         with safe_open(str(path), "pt") as handle:
             meta = handle.metadata() or {}
         # the kernels read with aligned vector loads: copy what the file's layout left unaligned
-        tensors = {k: v if v.data_ptr() % ALIGN == 0 else v.clone() for k, v in load_file(str(path)).items()}
+        tensors = {
+            k: v if v.data_ptr() % ALIGN == 0 else v.clone()
+            for k, v in load_file(str(path)).items()
+        }
         if meta.get("format") != FORMAT:
             return None
         restored = _restore(ModelConfig.from_file(Path(model_dir) / "config.json"), tensors, meta)
-    except Exception:          # a damaged or foreign file: quantize again (safetensors raises its own types)
+    except (
+        Exception
+    ):  # a damaged or foreign file: quantize again (safetensors raises its own types)
         return None
     try:
-        os.utime(path)         # recently used: evicted last
+        os.utime(path)  # recently used: evicted last
     except OSError:
         pass
     return restored
 
 
-def _restore(cfg: ModelConfig, tensors: dict[str, torch.Tensor], meta: dict) -> tuple[Transformer, float] | None:
+def _restore(
+    cfg: ModelConfig, tensors: dict[str, torch.Tensor], meta: dict
+) -> tuple[Transformer, float] | None:
     with torch.device("meta"):
         model = Transformer(cfg, torch.bfloat16)
     for name, module in list(model.named_modules()):
         if type(module) is nn.Linear and name != "lm_head":
             parent, _, leaf = name.rpartition(".")
             setattr(model.get_submodule(parent), leaf, Int4Linear.restore(name, tensors))
-    plain = {k: v for k, v in tensors.items() if k == "embed_tokens.weight" or k.endswith("norm.weight")}
+    plain = {
+        k: v for k, v in tensors.items() if k == "embed_tokens.weight" or k.endswith("norm.weight")
+    }
     model.load_state_dict(plain, strict=False, assign=True)
     tied = meta.get("tied") == "True"
-    model.lm_head = Int8Linear.restore("lm_head", tensors, weight=model.embed_tokens.weight if tied else None)
+    model.lm_head = Int8Linear.restore(
+        "lm_head", tensors, weight=model.embed_tokens.weight if tied else None
+    )
     model.rope = type(model.rope)(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
     model.precision = "int4"
     if any(t.is_meta for t in list(model.parameters()) + list(model.buffers())):

@@ -35,16 +35,21 @@ def fuse_state_dict(state: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[st
     for i in range(cfg.num_hidden_layers):
         p = f"layers.{i}."
         attn = p + "self_attn."
-        out[attn + "qkv_proj.weight"] = torch.cat([_take(state, attn + f"{n}_proj.weight") for n in "qkv"])
+        out[attn + "qkv_proj.weight"] = torch.cat(
+            [_take(state, attn + f"{n}_proj.weight") for n in "qkv"]
+        )
         if cfg.attention_bias:
-            out[attn + "qkv_proj.bias"] = torch.cat([_take(state, attn + f"{n}_proj.bias") for n in "qkv"])
+            out[attn + "qkv_proj.bias"] = torch.cat(
+                [_take(state, attn + f"{n}_proj.bias") for n in "qkv"]
+            )
         out[attn + "o_proj.weight"] = _take(state, attn + "o_proj.weight")
         if cfg.qk_norm:
             out[attn + "q_norm.weight"] = _take(state, attn + "q_norm.weight")
             out[attn + "k_norm.weight"] = _take(state, attn + "k_norm.weight")
         mlp = p + "mlp."
-        out[mlp + "gate_up_proj.weight"] = torch.cat([_take(state, mlp + "gate_proj.weight"),
-                                                      _take(state, mlp + "up_proj.weight")])
+        out[mlp + "gate_up_proj.weight"] = torch.cat(
+            [_take(state, mlp + "gate_proj.weight"), _take(state, mlp + "up_proj.weight")]
+        )
         out[mlp + "down_proj.weight"] = _take(state, mlp + "down_proj.weight")
         for norm in ("input_layernorm", "post_attention_layernorm"):
             out[p + norm + ".weight"] = _take(state, p + norm + ".weight")
@@ -57,12 +62,15 @@ def fuse_state_dict(state: dict[str, torch.Tensor], cfg: ModelConfig) -> dict[st
     return out
 
 
-def load_transformer(model_dir: str | Path, dtype: torch.dtype = torch.float32,
-                     device: str | torch.device = "cpu") -> Transformer:
+def load_transformer(
+    model_dir: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+) -> Transformer:
     model_dir = Path(model_dir)
     config_path = model_dir / "config.json"
     if not config_path.is_file():
-        raise ModelLoadError(f"{model_dir}: no config.json (is this a Hugging Face model directory?)")
+        raise ModelLoadError(
+            f"{model_dir}: no config.json (is this a Hugging Face model directory?)"
+        )
     cfg = ModelConfig.from_file(config_path)
     with torch.device("meta"):
         model = Transformer(cfg, dtype)
@@ -82,8 +90,9 @@ def load_transformer(model_dir: str | Path, dtype: torch.dtype = torch.float32,
     return model.to(device).eval()
 
 
-def load_int4(model_dir: str | Path, device: str | torch.device = "cpu",
-              max_grid_distance: float = math.inf) -> tuple[Transformer, ChatTokenizer, float] | None:
+def load_int4(
+    model_dir: str | Path, device: str | torch.device = "cpu", max_grid_distance: float = math.inf
+) -> tuple[Transformer, ChatTokenizer, float] | None:
     """The model with 4-bit weights (``engine.runtime.int4``; a merged adapter taken back out and
     kept as low-rank terms), its tokenizer, and how far its weights moved (the largest grid
     distance of ``engine.runtime.int4.pack_int4``, in quantization steps: ~0 for a model that
@@ -112,8 +121,8 @@ def load_int4(model_dir: str | Path, device: str | torch.device = "cpu",
             try:
                 save_int4(model, distance, path)
             except (OSError, SafetensorError):
-                pass                               # a read-only or full cache: quantize again next time
-    if distance > max_grid_distance:               # (a stored one: stored by an explicit int4 request)
+                pass  # a read-only or full cache: quantize again next time
+    if distance > max_grid_distance:  # (a stored one: stored by an explicit int4 request)
         save_refusal(path, distance)
         return None
     return model, ChatTokenizer(model_dir), distance
@@ -123,11 +132,14 @@ def model_identity(model_dir: str | Path) -> str:
     """A string that changes when the model directory's weights change (path, sizes, mtimes)."""
     model_dir = Path(model_dir).resolve()
     files = sorted(model_dir.glob("*.safetensors")) + sorted(model_dir.glob("*.bin"))
-    parts = [str(model_dir)] + [f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files]
+    parts = [str(model_dir)] + [
+        f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files
+    ]
     return "|".join(parts)
 
 
-def load_model(model_dir: str | Path, dtype: torch.dtype = torch.float32,
-               device: str | torch.device = "cpu") -> tuple[Transformer, ChatTokenizer]:
+def load_model(
+    model_dir: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+) -> tuple[Transformer, ChatTokenizer]:
     """The network and its tokenizer from one directory."""
     return load_transformer(model_dir, dtype, device), ChatTokenizer(model_dir)

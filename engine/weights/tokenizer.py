@@ -67,21 +67,28 @@ class ChatTokenizer:
     def token_texts(self) -> list[str]:
         """The text of every token id decoded alone, leading space included (" dog")."""
         if self._token_texts is None:
-            self._token_texts = self._tok.decode_batch([[i] for i in range(self.vocab_size)],
-                                                       skip_special_tokens=False)
+            self._token_texts = self._tok.decode_batch(
+                [[i] for i in range(self.vocab_size)], skip_special_tokens=False
+            )
         return self._token_texts
 
-    def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+    def render_chat(
+        self, messages: list[dict[str, str]], add_generation_prompt: bool = True
+    ) -> str:
         """The chat template applied to ``messages`` (role/content dicts)."""
         if self.chat_template is None:
             raise TokenizerError("this model has no chat template; it is not an instruct model")
-        if self._compiled_template is None:          # compiling costs ~50 ms; do it once
+        if self._compiled_template is None:  # compiling costs ~50 ms; do it once
             from jinja2.sandbox import ImmutableSandboxedEnvironment
 
             env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
             self._compiled_template = env.from_string(self.chat_template)
-        return self._compiled_template.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                              bos_token=self.bos_token or "", eos_token=self.eos_token or "")
+        return self._compiled_template.render(
+            messages=messages,
+            add_generation_prompt=add_generation_prompt,
+            bos_token=self.bos_token or "",
+            eos_token=self.eos_token or "",
+        )
 
     def encode_chat(self, messages: list[dict[str, str]]) -> list[int]:
         return self.encode(self.render_chat(messages))
@@ -106,6 +113,6 @@ class IncrementalDecoder:
         text = self.tokenizer.decode(self.ids)
         if text.endswith("\ufffd"):
             return ""
-        delta = text[len(self.emitted):] if text.startswith(self.emitted) else ""
+        delta = text[len(self.emitted) :] if text.startswith(self.emitted) else ""
         self.emitted = text if text.startswith(self.emitted) else self.emitted
         return delta

@@ -110,6 +110,8 @@ class Backend(ABC):
         Only where ``scores_phrases``."""
         raise NotImplementedError(f"the {self.name} backend does not score phrases")
 
-    def generate_many(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
+    def generate_many(
+        self, requests: list[tuple[Messages, GenerationOptions]]
+    ) -> list[GenerationOutput]:
         """Every request's output, in order (here one after another)."""
         return [self.start(messages, options).finish() for messages, options in requests]

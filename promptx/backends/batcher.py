@@ -36,8 +36,13 @@ class _Pending:
 
 
 class RequestBatcher:
-    def __init__(self, generate_many: GenerateMany, max_batch: int = 8,
-                 on_batch: Callable[[int], None] | None = None, gather_s: float = GATHER_S) -> None:
+    def __init__(
+        self,
+        generate_many: GenerateMany,
+        max_batch: int = 8,
+        on_batch: Callable[[int], None] | None = None,
+        gather_s: float = GATHER_S,
+    ) -> None:
         """``on_batch(size)`` is told the size of every batch decoded (metrics)."""
         if max_batch < 1:
             raise ValueError("max_batch must be >= 1")
@@ -45,9 +50,9 @@ class RequestBatcher:
         self.gather_s = gather_s
         self._cond = threading.Condition()
         self._queue: list[_Pending] = []
-        self._leading = False          # a caller is decoding batches now
-        self._met_at = -COMPANY_S      # when a caller last arrived while another was queued or decoding
-        self.batch_sizes: deque[int] = deque(maxlen=1024)    # the latest batches' sizes
+        self._leading = False  # a caller is decoding batches now
+        self._met_at = -COMPANY_S  # when a caller last arrived while another was queued or decoding
+        self.batch_sizes: deque[int] = deque(maxlen=1024)  # the latest batches' sizes
 
     def generate(self, messages: Messages, options: GenerationOptions) -> GenerationOutput:
         """The output for one request, decoded in a batch with any concurrent ones."""
@@ -56,7 +61,7 @@ class RequestBatcher:
             if self._leading or self._queue:
                 self._met_at = time.monotonic()
             self._queue.append(item)
-            self._cond.notify_all()                  # a leader gathering its batch sees it
+            self._cond.notify_all()  # a leader gathering its batch sees it
             while self._leading and not item.done:
                 self._cond.wait()
             if not item.done:
@@ -76,8 +81,11 @@ class RequestBatcher:
                     self._gather()
             while not mine.done:
                 with self._cond:
-                    batch, self._queue = self._queue[:self.max_batch], self._queue[self.max_batch:]
-                if not batch:                     # cannot happen: this caller's request is queued
+                    batch, self._queue = (
+                        self._queue[: self.max_batch],
+                        self._queue[self.max_batch :],
+                    )
+                if not batch:  # cannot happen: this caller's request is queued
                     raise RuntimeError("request batcher lost a request")
                 self._run(batch)
                 with self._cond:
@@ -103,15 +111,17 @@ class RequestBatcher:
         try:
             outputs = self._generate_many([p.request for p in batch])
             if len(outputs) != len(batch):
-                raise RuntimeError(f"generate_many returned {len(outputs)} outputs for {len(batch)} requests")
-        except Exception as exc:   # noqa: BLE001 - handed to the callers, never swallowed
+                raise RuntimeError(
+                    f"generate_many returned {len(outputs)} outputs for {len(batch)} requests"
+                )
+        except Exception as exc:  # noqa: BLE001 - handed to the callers, never swallowed
             if len(batch) > 1:
-                for pending in batch:          # isolate the failing request
+                for pending in batch:  # isolate the failing request
                     self._run([pending])
                 return
             _fail(batch, exc)
             return
-        except BaseException as exc:           # an interrupt: every caller of this batch gets it
+        except BaseException as exc:  # an interrupt: every caller of this batch gets it
             _fail(batch, exc)
             raise
         for pending, output in zip(batch, outputs):

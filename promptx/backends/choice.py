@@ -21,8 +21,17 @@ from pathlib import Path
 from ..errors import InvalidInputError
 from .base import Backend
 
-REMOTE_KEYS = {"base_url", "model", "api_key_env", "vision", "connect_timeout", "read_timeout", "retries",
-               "context_window", "concurrency"}
+REMOTE_KEYS = {
+    "base_url",
+    "model",
+    "api_key_env",
+    "vision",
+    "connect_timeout",
+    "read_timeout",
+    "retries",
+    "context_window",
+    "concurrency",
+}
 BUILT_IN = ("embedded", "openai")
 
 
@@ -56,8 +65,10 @@ def remote_backend(name: str = "openai", **options) -> Backend:
     settings.update({k: v for k, v in options.items() if v is not None})
     unknown = set(settings) - REMOTE_KEYS - {"type", "api_key"}
     if unknown:
-        raise InvalidInputError(f"backend {name!r}: unknown setting(s) {', '.join(sorted(unknown))}; "
-                                f"known: {', '.join(sorted(REMOTE_KEYS))}")
+        raise InvalidInputError(
+            f"backend {name!r}: unknown setting(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(REMOTE_KEYS))}"
+        )
     settings.pop("type", None)
     from .openai import OpenAIBackend
 
@@ -75,10 +86,14 @@ def _settings(name: str) -> dict:
     tables = named_backends()
     if name not in tables:
         known = ", ".join([*BUILT_IN, *sorted(tables)])
-        raise InvalidInputError(f"unknown backend {name!r}; choose from: {known} "
-                                f"(named backends live in {config_path()})")
+        raise InvalidInputError(
+            f"unknown backend {name!r}; choose from: {known} "
+            f"(named backends live in {config_path()})"
+        )
     settings = dict(tables[name])
     kind = settings.get("type", "openai")
     if kind != "openai":
-        raise InvalidInputError(f"backend {name!r} in {config_path()}: type must be 'openai', not {kind!r}")
+        raise InvalidInputError(
+            f"backend {name!r} in {config_path()}: type must be 'openai', not {kind!r}"
+        )
     return settings

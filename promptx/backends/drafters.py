@@ -57,8 +57,11 @@ def make_planner(kind: str, target, drafter, fixed, quiet: bool = True, copy_tab
         if not quiet:
             import sys
 
-            print("promptx: measuring this machine's decoding costs once (promptx calibrate does a full "
-                  "calibration)...", file=sys.stderr)
+            print(
+                "promptx: measuring this machine's decoding costs once (promptx calibrate does a full "
+                "calibration)...",
+                file=sys.stderr,
+            )
 
     harness = Harness.for_model(target, drafter, on_measure=announce)
     if copy_table is not None:

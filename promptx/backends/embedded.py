@@ -21,9 +21,16 @@ class EmbeddedBackend(Backend):
     batches = True
     scores_phrases = True
 
-    def __init__(self, model: str | Path | None = None, *, dtype: str | None = None,
-                 device: str | None = None, drafter: str | Path | None = None, quiet: bool = False,
-                 planner: str = "harness") -> None:
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        dtype: str | None = None,
+        device: str | None = None,
+        drafter: str | Path | None = None,
+        quiet: bool = False,
+        planner: str = "harness",
+    ) -> None:
         self.source: ModelSource = resolve_model(model)
         self.model_name = self.source.name
         self.languages = model_languages(model)
@@ -34,8 +41,9 @@ class EmbeddedBackend(Backend):
             from engine import default_device
 
             device = device or default_device()
-            self.generator = Generator.from_dir(directory, dtype=_resolve_dtype(dtype, device, drafter),
-                                                device=device)
+            self.generator = Generator.from_dir(
+                directory, dtype=_resolve_dtype(dtype, device, drafter), device=device
+            )
         except (ValueError, OSError, RuntimeError) as exc:
             raise ModelError(f"cannot load model {self.model_name}: {exc}") from exc
         self.prompt_style = prompt_style_of(directory)
@@ -56,12 +64,15 @@ class EmbeddedBackend(Backend):
     def _attach_drafter(self, drafter: str | Path | None, planner: str, quiet: bool) -> None:
         from .drafters import find_drafter, load_copy_table, load_drafter_for, make_planner
 
-        if not self.generator.exact_batches:       # int8 / mixed precision decode plainly
+        if not self.generator.exact_batches:  # int8 / mixed precision decode plainly
             if drafter is not None and not quiet:
                 import sys
 
-                print("promptx: this precision decodes without speculation; the drafter is not used "
-                      "(use --dtype float32 or bfloat16)", file=sys.stderr)
+                print(
+                    "promptx: this precision decodes without speculation; the drafter is not used "
+                    "(use --dtype float32 or bfloat16)",
+                    file=sys.stderr,
+                )
             return
         path = Path(drafter) if drafter is not None else find_drafter(self.generator.model)
         if path is None:
@@ -70,8 +81,9 @@ class EmbeddedBackend(Backend):
         loaded, fixed = load_drafter_for(target, path)
         self.generator.drafter = loaded
         if self.generator.can_speculate:
-            self.generator.planner = make_planner(planner, target, loaded, fixed, quiet,
-                                                  copy_table=load_copy_table(target, path))
+            self.generator.planner = make_planner(
+                planner, target, loaded, fixed, quiet, copy_table=load_copy_table(target, path)
+            )
 
     @property
     def has_drafter(self) -> bool:
@@ -138,21 +150,29 @@ class EmbeddedBackend(Backend):
         encode = self.generator.tokenizer.encode
         frames = [encode(f" {frame}") if frame else [] for frame, _ in options]
         phrases = [encode(f" {phrase}") for _, phrase in options]
-        return ScoringGroup(encode(prompt), [f + p for f, p in zip(frames, phrases)], [len(f) for f in frames])
+        return ScoringGroup(
+            encode(prompt), [f + p for f, p in zip(frames, phrases)], [len(f) for f in frames]
+        )
 
-    def generate_many(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
+    def generate_many(
+        self, requests: list[tuple[Messages, GenerationOptions]]
+    ) -> list[GenerationOutput]:
         """Decode several requests in one batch (speculative when a drafter is attached); requests
         that turn speculation off go in a batch of their own, so each decodes as it would alone."""
         flags = {options.speculative for _, options in requests}
         if len(flags) > 1:
             outputs: dict[int, GenerationOutput] = {}
             for flag in flags:
-                group = [i for i, (_, options) in enumerate(requests) if options.speculative == flag]
+                group = [
+                    i for i, (_, options) in enumerate(requests) if options.speculative == flag
+                ]
                 outputs.update(zip(group, self._generate_batch([requests[i] for i in group])))
             return [outputs[i] for i in range(len(requests))]
         return self._generate_batch(requests)
 
-    def _generate_batch(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
+    def _generate_batch(
+        self, requests: list[tuple[Messages, GenerationOptions]]
+    ) -> list[GenerationOutput]:
         from engine import DecodeStats
 
         prompts = [self.encode(messages) for messages, _ in requests]
@@ -164,15 +184,26 @@ class EmbeddedBackend(Backend):
         stops = [self._stop_checker(p, options) for p, (_, options) in zip(params, requests)]
         started = time.perf_counter()
         try:
-            outputs = self.generator.generate_many(prompts, params, speculative=speculative, stats=stats, stops=stops,
-                                                   prefix_lens=[self._prefix_len(m, ids)
-                                                                for (m, _), ids in zip(requests, prompts)])
+            outputs = self.generator.generate_many(
+                prompts,
+                params,
+                speculative=speculative,
+                stats=stats,
+                stops=stops,
+                prefix_lens=[self._prefix_len(m, ids) for (m, _), ids in zip(requests, prompts)],
+            )
         except (RuntimeError, ValueError) as exc:
             raise BackendError(f"generation failed: {exc}") from exc
         latency = time.perf_counter() - started
-        drafted = speculative and len(requests) == 1          # a batch decodes plainly (Generator.generate_many)
-        return [self._output(stop.trim_text(self.generator.tokenizer.decode(tokens)), ids, s, latency, drafted)
-                for tokens, ids, s, stop in zip(outputs, prompts, stats, stops)]
+        drafted = (
+            speculative and len(requests) == 1
+        )  # a batch decodes plainly (Generator.generate_many)
+        return [
+            self._output(
+                stop.trim_text(self.generator.tokenizer.decode(tokens)), ids, s, latency, drafted
+            )
+            for tokens, ids, s, stop in zip(outputs, prompts, stats, stops)
+        ]
 
     def _sampling_params(self, options: GenerationOptions):
         from engine import SamplingParams, TokenMask
@@ -181,10 +212,16 @@ class EmbeddedBackend(Backend):
         if options.constraint is not None:
             ids = self._vocabulary().banned_ids(options.constraint)
             banned = TokenMask(ids) if ids else None
-        return SamplingParams(temperature=options.temperature, top_p=options.top_p, top_k=options.top_k,
-                              repetition_penalty=options.repetition_penalty,
-                              max_new_tokens=options.max_new_tokens, seed=options.seed,
-                              stop_strings=options.stop, banned=banned)
+        return SamplingParams(
+            temperature=options.temperature,
+            top_p=options.top_p,
+            top_k=options.top_k,
+            repetition_penalty=options.repetition_penalty,
+            max_new_tokens=options.max_new_tokens,
+            seed=options.seed,
+            stop_strings=options.stop,
+            banned=banned,
+        )
 
     def _vocabulary(self):
         """Word-start tokens of this model's vocabulary, indexed once for decoding constraints."""
@@ -201,7 +238,9 @@ class EmbeddedBackend(Backend):
 
         if self._word_bounds is None:
             self._word_bounds = word_bounds(self.generator.tokenizer.token_texts())
-        over_budget = WordBudgetStop(options.max_words, self._word_bounds, self.generator.tokenizer.decode)
+        over_budget = WordBudgetStop(
+            options.max_words, self._word_bounds, self.generator.tokenizer.decode
+        )
         return self.generator.stop_checker(params, stop_if=over_budget)
 
     def _check_length(self, prompt_ids: list[int], options: GenerationOptions) -> None:
@@ -213,19 +252,31 @@ class EmbeddedBackend(Backend):
             raise PromptTooLongError(f"{exc}: shorten the prompt") from None
 
     @staticmethod
-    def _output(text: str, prompt_ids: list[int], stats, latency: float, speculative: bool) -> GenerationOutput:
+    def _output(
+        text: str, prompt_ids: list[int], stats, latency: float, speculative: bool
+    ) -> GenerationOutput:
         """``speculative``: whether it was asked for; reported only if a round drafted (the planner
         may decode plainly where speculation does not pay, e.g. ``Harness.for_sampling``)."""
         speculative = speculative and bool(stats.accepted_lengths)
         return GenerationOutput(
-            text=text, prompt_tokens=len(prompt_ids), completion_tokens=stats.new_tokens,
-            finish_reason=stats.finish_reason or "length", latency_s=latency,
+            text=text,
+            prompt_tokens=len(prompt_ids),
+            completion_tokens=stats.new_tokens,
+            finish_reason=stats.finish_reason or "length",
+            latency_s=latency,
             tokens_per_s=stats.new_tokens / latency if latency > 0 else 0.0,
-            speculative=speculative, acceptance_length=stats.tau if speculative else None,
-            engine_stats=stats.as_dict())
+            speculative=speculative,
+            acceptance_length=stats.tau if speculative else None,
+            engine_stats=stats.as_dict(),
+        )
 
-    def _deltas(self, run: GenerationRun, prompt_ids: list[int], options: GenerationOptions,
-                prefix_len: int = 0) -> Iterator[str]:
+    def _deltas(
+        self,
+        run: GenerationRun,
+        prompt_ids: list[int],
+        options: GenerationOptions,
+        prefix_len: int = 0,
+    ) -> Iterator[str]:
         from engine import DecodeStats
         from engine import IncrementalDecoder
 
@@ -235,8 +286,14 @@ class EmbeddedBackend(Backend):
         stop = self._stop_checker(params, options)
         started = time.perf_counter()
         try:
-            for chunk in self.generator.stream(prompt_ids, params, speculative=speculative,
-                                               stats=stats, stop=stop, prefix_len=prefix_len):
+            for chunk in self.generator.stream(
+                prompt_ids,
+                params,
+                speculative=speculative,
+                stats=stats,
+                stop=stop,
+                prefix_len=prefix_len,
+            ):
                 delta = decoder.push(chunk)
                 if delta:
                     yield delta
@@ -254,7 +311,7 @@ PRIOR_WEIGHT = 0.5
 
 
 def _resolve_dtype(dtype: str | None, device, drafter) -> str:
-    """"auto" is the fastest precision for this device (``engine.runtime.device.fastest_dtype``: plain
+    """ "auto" is the fastest precision for this device (``engine.runtime.device.fastest_dtype``: plain
     decoding in mixed precision on CPUs without native bf16); with an explicit drafter it is
     the exact default precision, so that the drafter is used."""
     from engine import fastest_dtype

@@ -33,8 +33,12 @@ def check_response(response: httpx.Response, server: str, *, read: bool = False)
         return
     if read:
         response.read()
-    raise ServerError(f"{server} answered {response.status_code} {_reason(response)}: {server_message(response)}"
-                      f"{_hint(response.status_code)}", response.status_code, _retry_after(response))
+    raise ServerError(
+        f"{server} answered {response.status_code} {_reason(response)}: {server_message(response)}"
+        f"{_hint(response.status_code)}",
+        response.status_code,
+        _retry_after(response),
+    )
 
 
 def server_message(response: httpx.Response) -> str:
@@ -92,7 +96,7 @@ class Attempt:
     backoff_s: float
 
     def wait(self, retry_after: float | None) -> None:
-        delay = max(self.backoff_s * 2 ** self.number, retry_after or 0.0)
+        delay = max(self.backoff_s * 2**self.number, retry_after or 0.0)
         time.sleep(min(delay, MAX_WAIT_S))
 
 

@@ -34,13 +34,24 @@ class OpenAIBackend(Backend):
     """Chat completions from a server at ``base_url`` (e.g. ``http://127.0.0.1:8000/v1``)."""
 
     name = "openai"
-    batches = True          # generate_many sends its requests concurrently: the server batches them
+    batches = True  # generate_many sends its requests concurrently: the server batches them
     continues_answers = False
 
-    def __init__(self, base_url: str | None = None, model: str | None = None, *, api_key: str | None = None,
-                 api_key_env: str = ENV_API_KEY, vision: bool = False, connect_timeout: float = 5.0,
-                 read_timeout: float = 120.0, retries: int = 3, backoff_s: float = 0.5,
-                 context_window: int | None = None, concurrency: int = DEFAULT_CONCURRENCY) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        api_key_env: str = ENV_API_KEY,
+        vision: bool = False,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 120.0,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+        context_window: int | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ) -> None:
         self.base_url = normalize_base_url(base_url or os.environ.get(ENV_BASE_URL))
         self._api_key = api_key if api_key is not None else os.environ.get(api_key_env) or None
         self._model = model or os.environ.get(ENV_MODEL) or None
@@ -49,11 +60,14 @@ class OpenAIBackend(Backend):
         self._context_window = context_window
         self.concurrency = max(1, concurrency)
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        self._client = httpx.Client(base_url=self.base_url, headers=headers,
-                                    timeout=httpx.Timeout(read_timeout, connect=connect_timeout))
+        self._client = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+        )
         self._listing: dict | None = None
 
-    def __repr__(self) -> str:      # never the key
+    def __repr__(self) -> str:  # never the key
         return f"OpenAIBackend(base_url={self.base_url!r}, model={self._model!r}, vision={self.vision})"
 
     # -- what Enhancer reads ---------------------------------------------------------------------
@@ -66,7 +80,7 @@ class OpenAIBackend(Backend):
 
     @property
     def prompt_style(self) -> str:
-        """"short" when the server says its model is tuned for promptx (``promptx serve`` does)."""
+        """ "short" when the server says its model is tuned for promptx (``promptx serve`` does)."""
         return self._model_entry().get("prompt_style", "full")
 
     @property
@@ -74,7 +88,9 @@ class OpenAIBackend(Backend):
         if self._context_window is not None:
             return self._context_window
         entry = self._model_entry()
-        return int(entry.get("context_window") or entry.get("max_model_len") or DEFAULT_CONTEXT_WINDOW)
+        return int(
+            entry.get("context_window") or entry.get("max_model_len") or DEFAULT_CONTEXT_WINDOW
+        )
 
     def count_prompt_tokens(self, messages: Messages) -> int:
         """An estimate (the server's tokenizer is not here): about four characters a token."""
@@ -111,7 +127,9 @@ class OpenAIBackend(Backend):
         body = self._body(messages, options, stream=True)
         return GenerationRun(lambda run: self._stream(run, body))
 
-    def generate_many(self, requests: list[tuple[Messages, GenerationOptions]]) -> list[GenerationOutput]:
+    def generate_many(
+        self, requests: list[tuple[Messages, GenerationOptions]]
+    ) -> list[GenerationOutput]:
         """Every request's output, in order; up to ``concurrency`` requests in flight at once."""
         if len(requests) == 1:
             return [self._complete(*requests[0])]
@@ -120,27 +138,45 @@ class OpenAIBackend(Backend):
 
     def _body(self, messages: Messages, options: GenerationOptions, *, stream: bool) -> dict:
         if messages and messages[-1]["role"] == "assistant":
-            raise InvalidInputError("an OpenAI-compatible server cannot be asked to continue an answer")
-        body = {"model": self.model_name, "messages": messages, "temperature": options.temperature,
-                "top_p": options.top_p, "max_tokens": options.max_new_tokens, "stream": stream}
+            raise InvalidInputError(
+                "an OpenAI-compatible server cannot be asked to continue an answer"
+            )
+        body = {
+            "model": self.model_name,
+            "messages": messages,
+            "temperature": options.temperature,
+            "top_p": options.top_p,
+            "max_tokens": options.max_new_tokens,
+            "stream": stream,
+        }
         if options.seed is not None:
             body["seed"] = options.seed
         if options.stop:
-            body["stop"] = list(options.stop)[:4]          # OpenAI's limit
+            body["stop"] = list(options.stop)[:4]  # OpenAI's limit
         if stream:
             body["stream_options"] = {"include_usage": True}
         return body
 
     def _complete(self, messages: Messages, options: GenerationOptions) -> GenerationOutput:
         started = time.perf_counter()
-        answer = self._request_json("POST", "/chat/completions", json=self._body(messages, options, stream=False))
+        answer = self._request_json(
+            "POST", "/chat/completions", json=self._body(messages, options, stream=False)
+        )
         try:
             choice = answer["choices"][0]
             text = choice["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
-            raise BackendError(f"{self.base_url} sent a completion without choices[0].message.content") from None
-        return _output(text, answer.get("usage"), choice.get("finish_reason"), time.perf_counter() - started,
-                       messages, self)
+            raise BackendError(
+                f"{self.base_url} sent a completion without choices[0].message.content"
+            ) from None
+        return _output(
+            text,
+            answer.get("usage"),
+            choice.get("finish_reason"),
+            time.perf_counter() - started,
+            messages,
+            self,
+        )
 
     def _stream(self, run: GenerationRun, body: dict) -> Iterator[str]:
         started, parts = time.perf_counter(), []
@@ -153,7 +189,9 @@ class OpenAIBackend(Backend):
                 if delta:
                     parts.append(delta)
                     yield delta
-        run.output = _output("".join(parts), usage, finish, time.perf_counter() - started, body["messages"], self)
+        run.output = _output(
+            "".join(parts), usage, finish, time.perf_counter() - started, body["messages"], self
+        )
 
     def _events(self, body: dict) -> Iterator[dict]:
         """The JSON events of one streamed completion, through ``data: [DONE]``; retried while
@@ -170,7 +208,9 @@ class OpenAIBackend(Backend):
                 attempt.wait(exc.retry_after)
             except httpx.TransportError as exc:
                 if not (attempt.more and _before_any_answer(exc)):
-                    raise BackendError(describe_transport_error(exc, self.base_url, self._client.timeout)) from None
+                    raise BackendError(
+                        describe_transport_error(exc, self.base_url, self._client.timeout)
+                    ) from None
                 attempt.wait(None)
 
     def _request_json(self, method: str, path: str, **kwargs) -> dict:
@@ -185,7 +225,9 @@ class OpenAIBackend(Backend):
                 attempt.wait(exc.retry_after)
             except httpx.TransportError as exc:
                 if not attempt.more:
-                    raise BackendError(describe_transport_error(exc, self.base_url, self._client.timeout)) from None
+                    raise BackendError(
+                        describe_transport_error(exc, self.base_url, self._client.timeout)
+                    ) from None
                 attempt.wait(None)
         raise AssertionError("unreachable")
 
@@ -196,7 +238,9 @@ class OpenAIBackend(Backend):
 def normalize_base_url(url: str | None) -> str:
     """``http://host:port`` -> ``http://host:port/v1``; a URL with a path is kept as given."""
     if not url:
-        raise InvalidInputError(f"the openai backend needs a base URL: --base-url or ${ENV_BASE_URL}")
+        raise InvalidInputError(
+            f"the openai backend needs a base URL: --base-url or ${ENV_BASE_URL}"
+        )
     parsed = httpx.URL(url)
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise InvalidInputError(f"base URL must be http(s)://host[:port][/path], not {url!r}")
@@ -208,7 +252,7 @@ def _sse_events(response: httpx.Response, server: str) -> Iterator[dict]:
     """Parse ``data:`` lines until ``[DONE]``; a stream that ends before it was cut off."""
     for line in response.iter_lines():
         if not line.startswith("data:"):
-            continue                       # comments, event names, keep-alives
+            continue  # comments, event names, keep-alives
         data = line[5:].strip()
         if data == "[DONE]":
             return
@@ -220,17 +264,23 @@ def _sse_events(response: httpx.Response, server: str) -> Iterator[dict]:
             raise BackendError(f"{server} failed mid-stream: {_message_of(event['error'])}")
         if isinstance(event, dict):
             yield event
-    raise BackendError(f"{server} ended the stream before [DONE] (connection cut or server stopped)")
+    raise BackendError(
+        f"{server} ended the stream before [DONE] (connection cut or server stopped)"
+    )
 
 
 def _json_of(response: httpx.Response, server: str) -> dict:
     try:
         answer = response.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BackendError(f"{server} answered {response.request.url.path} with something that is not JSON: "
-                           f"{response.text[:200]!r}") from None
+        raise BackendError(
+            f"{server} answered {response.request.url.path} with something that is not JSON: "
+            f"{response.text[:200]!r}"
+        ) from None
     if not isinstance(answer, dict):
-        raise BackendError(f"{server} answered {response.request.url.path} with JSON that is not an object")
+        raise BackendError(
+            f"{server} answered {response.request.url.path} with JSON that is not an object"
+        )
     return answer
 
 
@@ -249,12 +299,23 @@ def _text_of(content: object) -> str:
     return " ".join(part.get("text", "") for part in content or () if isinstance(part, dict))
 
 
-def _output(text: str, usage: dict | None, finish: str | None, latency: float, messages: Messages,
-            backend: OpenAIBackend) -> GenerationOutput:
+def _output(
+    text: str,
+    usage: dict | None,
+    finish: str | None,
+    latency: float,
+    messages: Messages,
+    backend: OpenAIBackend,
+) -> GenerationOutput:
     usage = usage or {}
     estimate = max(1, len(text) // 4) if text else 0
     completion = int(usage.get("completion_tokens") or estimate)
     prompt = int(usage.get("prompt_tokens") or backend.count_prompt_tokens(messages))
-    return GenerationOutput(text=text, prompt_tokens=prompt, completion_tokens=completion,
-                            finish_reason=finish or "stop", latency_s=latency,
-                            tokens_per_s=completion / latency if latency > 0 else 0.0)
+    return GenerationOutput(
+        text=text,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        finish_reason=finish or "stop",
+        latency_s=latency,
+        tokens_per_s=completion / latency if latency > 0 else 0.0,
+    )

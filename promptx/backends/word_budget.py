@@ -28,19 +28,21 @@ class WordBudgetStop:
     """``stop_if`` predicate for ``engine.decode.stopping.StopChecker``: True once the cleaned text
     holds more than ``limit`` words. One instance per decode (it remembers its progress)."""
 
-    def __init__(self, limit: int, bounds: Sequence[int], decode: Callable[[list[int]], str]) -> None:
+    def __init__(
+        self, limit: int, bounds: Sequence[int], decode: Callable[[list[int]], str]
+    ) -> None:
         self.limit, self.bounds, self.decode = limit, bounds, decode
-        self._seen = 0            # tokens already covered by ``_words``
-        self._words = 0           # an upper bound on the raw text's words after ``_seen`` tokens
-        self.exact_counts = 0     # how often the text was decoded (for tests and curiosity)
+        self._seen = 0  # tokens already covered by ``_words``
+        self._words = 0  # an upper bound on the raw text's words after ``_seen`` tokens
+        self.exact_counts = 0  # how often the text was decoded (for tests and curiosity)
 
     def __call__(self, tokens: list[int]) -> bool:
-        for token in tokens[self._seen:]:
+        for token in tokens[self._seen :]:
             self._words += self.bounds[token] if 0 <= token < len(self.bounds) else self.limit + 1
         self._seen = len(tokens)
         if self._words <= self.limit:
             return False
         self.exact_counts += 1
         text = self.decode(tokens)
-        self._words = count_words(text)          # exact again: later tokens add to this
+        self._words = count_words(text)  # exact again: later tokens add to this
         return self._words > self.limit and count_words(strip_wrapping(text)) > self.limit

@@ -27,8 +27,10 @@ from ..prompt_files import FORMATS, PromptSpec, detect_format, read_prompt_file
 from .bench_latency import DEFAULT_PROMPTS, LATENCY_PEERS, run_latency_bench, write_latency_outputs
 from .common import MODEL_HELP, load_generator
 
-RANDOM_DRAFTER_WARNING = ("no trained drafter for this model: using a randomly initialised drafter, "
-                          "so tau, hit rates and speedups are meaningless (pass --drafter PATH)")
+RANDOM_DRAFTER_WARNING = (
+    "no trained drafter for this model: using a randomly initialised drafter, "
+    "so tau, hit rates and speedups are meaningless (pass --drafter PATH)"
+)
 
 
 # ---- options ---------------------------------------------------------------------------------------
@@ -40,7 +42,9 @@ def parse_budgets(value: str) -> tuple[int, ...]:
     try:
         budgets = tuple(int(part) for part in _split(value))
     except ValueError:
-        raise InvalidInputError(f"--budgets {value!r}: give comma-separated integers such as 8,16") from None
+        raise InvalidInputError(
+            f"--budgets {value!r}: give comma-separated integers such as 8,16"
+        ) from None
     if not budgets or min(budgets) < 1:
         raise InvalidInputError(f"--budgets {value!r}: every budget must be >= 1")
     return tuple(dict.fromkeys(budgets))
@@ -70,16 +74,21 @@ def check_concurrency(value: int) -> None:
     from engine.bench import MAX_CONCURRENCY
 
     if not 1 <= value <= MAX_CONCURRENCY:
-        raise InvalidInputError(f"--concurrency {value}: give a number of concurrent sequences from 1 to "
-                                f"{MAX_CONCURRENCY}")
+        raise InvalidInputError(
+            f"--concurrency {value}: give a number of concurrent sequences from 1 to "
+            f"{MAX_CONCURRENCY}"
+        )
 
 
 # ---- prompts ---------------------------------------------------------------------------------------
-def render_prompt(spec: PromptSpec, tokenizer, default_target: str, registry,
-                  prompt_style: str = "full") -> tuple[list[int], str]:
+def render_prompt(
+    spec: PromptSpec, tokenizer, default_target: str, registry, prompt_style: str = "full"
+) -> tuple[list[int], str]:
     """Token ids of one prompt and its task label (profile task, or Spec-Bench category)."""
     if spec.raw_chat:
-        return tokenizer.encode_chat([{"role": "user", "content": spec.text}]), spec.category or "chat"
+        return tokenizer.encode_chat(
+            [{"role": "user", "content": spec.text}]
+        ), spec.category or "chat"
     try:
         profile = registry.get(spec.task or default_target)
         return tokenizer.encode_chat(_messages(spec, profile, prompt_style)), profile.task
@@ -98,7 +107,9 @@ def _messages(spec: PromptSpec, profile, prompt_style: str = "full") -> list[dic
     return render_messages(profile, spec.text, image_facts=facts, prompt_style=prompt_style)
 
 
-def bench_prompts(specs, generator, default_target: str, max_new_tokens: int, prompt_style: str = "full"):
+def bench_prompts(
+    specs, generator, default_target: str, max_new_tokens: int, prompt_style: str = "full"
+):
     """PromptSpecs -> engine BenchPrompts, checked against the context window."""
     from engine.bench import BenchPrompt
     from engine import ContextOverflowError
@@ -143,35 +154,83 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
 
 
 def _runs_table(report: dict) -> list[str]:
-    rows = [[name, r["tokens_per_s"]["median"], r["decode_tokens_per_s"]["median"], r["latency_s"]["median"],
-             r["speedup"], r["tau"], (r["hit_rate"] or [None])[0], r["lossless"]] for name, r in report["runs"].items()]
+    rows = [
+        [
+            name,
+            r["tokens_per_s"]["median"],
+            r["decode_tokens_per_s"]["median"],
+            r["latency_s"]["median"],
+            r["speedup"],
+            r["tau"],
+            (r["hit_rate"] or [None])[0],
+            r["lossless"],
+        ]
+        for name, r in report["runs"].items()
+    ]
     for name, p in report["peers"].items():
-        rows.append([f"{name} (peer)", f"skipped: {p['skipped']}", "", "", "", "", "", ""] if not p["available"] else
-                    [f"{name} (peer)", p["tokens_per_s"]["median"], (p["decode_tokens_per_s"] or {}).get("median"),
-                     p["latency_s"]["median"], p["speedup"],
-                     "", "", f"same output: {_fmt(p['same_output_as_engine'])}"])
-    return _table(["run", "tok/s (median)", "decode tok/s (median)", "latency s (median)", "speedup", "tau",
-                   "hit@1", "lossless"], rows)
+        rows.append(
+            [f"{name} (peer)", f"skipped: {p['skipped']}", "", "", "", "", "", ""]
+            if not p["available"]
+            else [
+                f"{name} (peer)",
+                p["tokens_per_s"]["median"],
+                (p["decode_tokens_per_s"] or {}).get("median"),
+                p["latency_s"]["median"],
+                p["speedup"],
+                "",
+                "",
+                f"same output: {_fmt(p['same_output_as_engine'])}",
+            ]
+        )
+    return _table(
+        [
+            "run",
+            "tok/s (median)",
+            "decode tok/s (median)",
+            "latency s (median)",
+            "speedup",
+            "tau",
+            "hit@1",
+            "lossless",
+        ],
+        rows,
+    )
 
 
 def _tree_chain_table(report: dict) -> list[str]:
-    rows = [[r["budget"], r["chain_tau"], r["tree_tau"], r["tree_tau_gain"], r["chain_speedup"], r["tree_speedup"]]
-            for r in report["tree_vs_chain"]]
+    rows = [
+        [
+            r["budget"],
+            r["chain_tau"],
+            r["tree_tau"],
+            r["tree_tau_gain"],
+            r["chain_speedup"],
+            r["tree_speedup"],
+        ]
+        for r in report["tree_vs_chain"]
+    ]
     return ["", "### tree vs chain (equal budget)", ""] + _table(
-        ["budget", "chain tau", "tree tau", "tree gain", "chain speedup", "tree speedup"], rows)
+        ["budget", "chain tau", "tree tau", "tree gain", "chain speedup", "tree speedup"], rows
+    )
 
 
 def _speculative_tables(spec: dict[str, dict]) -> list[str]:
     tasks = sorted({t for r in spec.values() for t in r["tau_by_task"]})
     depth = max(len(r["hit_rate"]) for r in spec.values())
     lines = ["", "### tau per task", ""]
-    lines += _table(["run", *tasks], [[n, *(r["tau_by_task"].get(t) for t in tasks)] for n, r in spec.items()])
+    lines += _table(
+        ["run", *tasks], [[n, *(r["tau_by_task"].get(t) for t in tasks)] for n, r in spec.items()]
+    )
     lines += ["", "### hit rate per draft position", ""]
-    lines += _table(["run", *(f"@{d + 1}" for d in range(depth))],
-                    [[n, *(r["hit_rate"] + [None] * depth)[:depth]] for n, r in spec.items()])
+    lines += _table(
+        ["run", *(f"@{d + 1}" for d in range(depth))],
+        [[n, *(r["hit_rate"] + [None] * depth)[:depth]] for n, r in spec.items()],
+    )
     lines += ["", "### tau per quartile of target entropy (Q1 = most certain)", ""]
-    return lines + _table(["run", "Q1", "Q2", "Q3", "Q4"],
-                          [[n, *(q["tau"] for q in r["tau_by_entropy_quartile"])] for n, r in spec.items()])
+    return lines + _table(
+        ["run", "Q1", "Q2", "Q3", "Q4"],
+        [[n, *(q["tau"] for q in r["tau_by_entropy_quartile"])] for n, r in spec.items()],
+    )
 
 
 def markdown_summary(report: dict) -> str:
@@ -179,17 +238,29 @@ def markdown_summary(report: dict) -> str:
     quartiles."""
     m, s = report["machine"], report["settings"]
     name = (report.get("model") or {}).get("name", "model")
-    lines = [f"## promptx bench: {name}, {m['dtype']}, {m['torch_threads']} threads, {s['num_prompts']} prompts "
-             f"x {s['max_new_tokens']} new tokens, temperature {s['temperature']}", ""] + _runs_table(report)
+    lines = [
+        f"## promptx bench: {name}, {m['dtype']}, {m['torch_threads']} threads, {s['num_prompts']} prompts "
+        f"x {s['max_new_tokens']} new tokens, temperature {s['temperature']}",
+        "",
+    ] + _runs_table(report)
     if report["tree_vs_chain"]:
         lines += _tree_chain_table(report)
     tasks = sorted({t for r in report["runs"].values() for t in r["tokens_per_s_by_task"]})
     lines += ["", "### tok/s per task (median)", ""] + _table(
-        ["run", *tasks], [[n, *(r["tokens_per_s_by_task"].get(t) for t in tasks)] for n, r in report["runs"].items()])
+        ["run", *tasks],
+        [
+            [n, *(r["tokens_per_s_by_task"].get(t) for t in tasks)]
+            for n, r in report["runs"].items()
+        ],
+    )
     spec = {n: r for n, r in report["runs"].items() if r["mode"] != "none"}
     if spec:
         lines += _speculative_tables(spec)
-    lines += [""] + [f"warning: {w}" for w in report["warnings"]] + [f"note: {n}" for n in report["notes"]]
+    lines += (
+        [""]
+        + [f"warning: {w}" for w in report["warnings"]]
+        + [f"note: {n}" for n in report["notes"]]
+    )
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -201,7 +272,12 @@ def _grouped_bars(ax, groups: list[str], series: dict[str, list]) -> None:
     """One bar per (group, series), series side by side within each group."""
     width = 0.8 / max(len(series), 1)
     for i, (label, values) in enumerate(series.items()):
-        ax.bar([g + i * width for g in range(len(groups))], [v or 0 for v in values], width, label=label)
+        ax.bar(
+            [g + i * width for g in range(len(groups))],
+            [v or 0 for v in values],
+            width,
+            label=label,
+        )
     ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], groups)
 
 
@@ -221,31 +297,44 @@ def _plot_tree_vs_chain(ax, report: dict) -> None:
 
 def _plot_hit_rate(ax, report: dict) -> None:
     for name, r in _speculative(report).items():
-        ax.plot(range(1, len(r["hit_rate"]) + 1), [h or 0 for h in r["hit_rate"]], marker="o", label=name)
+        ax.plot(
+            range(1, len(r["hit_rate"]) + 1),
+            [h or 0 for h in r["hit_rate"]],
+            marker="o",
+            label=name,
+        )
     ax.set_xlabel("draft position along the accepted path")
     ax.set_ylabel("hit rate")
 
 
 def _plot_tau_entropy(ax, report: dict) -> None:
-    series = {n: [q["tau"] for q in r["tau_by_entropy_quartile"]] for n, r in _speculative(report).items()}
+    series = {
+        n: [q["tau"] for q in r["tau_by_entropy_quartile"]] for n, r in _speculative(report).items()
+    }
     _grouped_bars(ax, ["Q1 (low)", "Q2", "Q3", "Q4 (high)"], series)
     ax.set_ylabel("tau")
 
 
 def _plot_tokens_per_s(ax, report: dict) -> None:
     named = [(n, r["tokens_per_s"]["median"]) for n, r in report["runs"].items()]
-    named += [(f"{n} (peer)", p["tokens_per_s"]["median"]) for n, p in report["peers"].items() if p["available"]]
+    named += [
+        (f"{n} (peer)", p["tokens_per_s"]["median"])
+        for n, p in report["peers"].items()
+        if p["available"]
+    ]
     ax.bar([n for n, _ in named], [v or 0 for _, v in named])
     ax.set_ylabel("tokens/s (median over prompts)")
     ax.tick_params(axis="x", rotation=30)
 
 
 # file name, title, drawing, needs speculative runs
-PLOTS = (("tau_per_task.png", "tau per task", _plot_tau_per_task, True),
-         ("tree_vs_chain.png", "tau by verification budget", _plot_tree_vs_chain, True),
-         ("hit_rate.png", "hit rate per draft position", _plot_hit_rate, True),
-         ("tau_entropy.png", "tau per quartile of target entropy", _plot_tau_entropy, True),
-         ("tokens_per_s.png", "decoding speed per run and peer", _plot_tokens_per_s, False))
+PLOTS = (
+    ("tau_per_task.png", "tau per task", _plot_tau_per_task, True),
+    ("tree_vs_chain.png", "tau by verification budget", _plot_tree_vs_chain, True),
+    ("hit_rate.png", "hit rate per draft position", _plot_hit_rate, True),
+    ("tau_entropy.png", "tau per quartile of target entropy", _plot_tau_entropy, True),
+    ("tokens_per_s.png", "decoding speed per run and peer", _plot_tokens_per_s, False),
+)
 PLOT_NAMES = tuple(p[0] for p in PLOTS)
 
 
@@ -281,7 +370,9 @@ def write_outputs(report: dict, out: Path | None) -> str:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        report["notes"].append("matplotlib is not installed: plots skipped (pip install -e '.[plot]' in promptx's checkout)")
+        report["notes"].append(
+            "matplotlib is not installed: plots skipped (pip install -e '.[plot]' in promptx's checkout)"
+        )
     else:
         report["plots"] = write_plots(report, out)
     summary = markdown_summary(report)
@@ -305,47 +396,137 @@ def suite_file(name: str) -> Path:
 
 @click.command("bench")
 @click.argument("prompt_file", type=click.Path(path_type=Path, dir_okay=False), required=False)
-@click.option("--suite", help="A suite shipped with promptx instead of PROMPT_FILE: enhance-400 (100 prompts each "
-                              "of text-to-video, image-to-video, text-to-image, image-to-image, tasks in turn).")
-@click.option("--format", "file_format", type=click.Choice(("auto", *FORMATS)), default="auto", show_default=True,
-              help="Prompt file format: text (one per line), jsonl (prompt/task/image), specbench (turns/category).")
-@click.option("-t", "--target", "--task", "target", default="video", show_default=True,
-              help="Template for plain-text prompts and JSONL lines without a task.")
+@click.option(
+    "--suite",
+    help="A suite shipped with promptx instead of PROMPT_FILE: enhance-400 (100 prompts each "
+    "of text-to-video, image-to-video, text-to-image, image-to-image, tasks in turn).",
+)
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(("auto", *FORMATS)),
+    default="auto",
+    show_default=True,
+    help="Prompt file format: text (one per line), jsonl (prompt/task/image), specbench (turns/category).",
+)
+@click.option(
+    "-t",
+    "--target",
+    "--task",
+    "target",
+    default="video",
+    show_default=True,
+    help="Template for plain-text prompts and JSONL lines without a task.",
+)
 @click.option("--model", help=MODEL_HELP)
-@click.option("--drafter", type=click.Path(path_type=Path, file_okay=False),
-              help="Drafter checkpoint (default: the shipped one, else a random one with a warning).")
-@click.option("--max-new-tokens", type=click.IntRange(1, 4096),
-              help="Token budget of every decode [default: 128; with --latency: the target profile's].")
-@click.option("--temperature", type=click.FloatRange(0, 2),
-              help="0 = greedy [default: 0; with --latency: the target profile's].")
-@click.option("--budgets", default="8,16", show_default=True, help="Verification budgets (draft tokens).")
-@click.option("--modes", default="none,chain,tree,harness", show_default=True, help="none, chain, tree, harness (the cost-aware planner; uses the stored cost table or a quick calibration).")
-@click.option("--concurrency", type=int, default=1, show_default=True,
-              help="Prompts decoded together in one batch per run (e.g. 8).")
-@click.option("--num-prompts", type=click.IntRange(min=1),
-              help=f"Use the first N prompts of the file [default: all; with --latency: {DEFAULT_PROMPTS}].")
+@click.option(
+    "--drafter",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Drafter checkpoint (default: the shipped one, else a random one with a warning).",
+)
+@click.option(
+    "--max-new-tokens",
+    type=click.IntRange(1, 4096),
+    help="Token budget of every decode [default: 128; with --latency: the target profile's].",
+)
+@click.option(
+    "--temperature",
+    type=click.FloatRange(0, 2),
+    help="0 = greedy [default: 0; with --latency: the target profile's].",
+)
+@click.option(
+    "--budgets", default="8,16", show_default=True, help="Verification budgets (draft tokens)."
+)
+@click.option(
+    "--modes",
+    default="none,chain,tree,harness",
+    show_default=True,
+    help="none, chain, tree, harness (the cost-aware planner; uses the stored cost table or a quick calibration).",
+)
+@click.option(
+    "--concurrency",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Prompts decoded together in one batch per run (e.g. 8).",
+)
+@click.option(
+    "--num-prompts",
+    type=click.IntRange(min=1),
+    help=f"Use the first N prompts of the file [default: all; with --latency: {DEFAULT_PROMPTS}].",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--peers", help="Peers to compare: transformers, llamacpp, mixed, int8 (promptx's plain decoder in that "
-                              "precision), or none [default: transformers,llamacpp; with --latency: llamacpp, the "
-                              "only peer it measures].")
-@click.option("--dtype", default="auto", show_default=True, help="float32, bfloat16, int4 or auto (int4 where it is faster and lossless, else bf16 where native, else float32).")
+@click.option(
+    "--peers",
+    help="Peers to compare: transformers, llamacpp, mixed, int8 (promptx's plain decoder in that "
+    "precision), or none [default: transformers,llamacpp; with --latency: llamacpp, the "
+    "only peer it measures].",
+)
+@click.option(
+    "--dtype",
+    default="auto",
+    show_default=True,
+    help="float32, bfloat16, int4 or auto (int4 where it is faster and lossless, else bf16 where native, else float32).",
+)
 @click.option("--device", help="cpu or cuda (default: cuda when available).")
-@click.option("--cuda-graphs/--no-cuda-graphs", default=None,
-              help="On CUDA: replay the target's batch-1 steps and verification passes from CUDA graphs "
-                   "(default: on, unless PROMPTX_CUDA_GRAPHS=0). No effect on a CPU.")
-@click.option("--threads", type=click.IntRange(min=1), help="torch threads (default: torch's own choice).")
-@click.option("--no-warmup", is_flag=True, help="Skip the warm-up decode of each run (--latency: the warm-up calls).")
-@click.option("--out", type=click.Path(path_type=Path, file_okay=False), help="Write bench.json, summary.md, plots.")
-@click.option("--latency", is_flag=True,
-              help="Time warm enhance calls instead (model loaded once, one warm-up call per target): "
-                   "per-request latency median and p90 by stage (render, batch wait, constraint, prefill, decode, "
-                   "scoring, clean-up, other), and llama.cpp on the same prompt ids and token counts. --modes, "
-                   "--budgets and --concurrency do not apply.")
-@click.option("--strength", type=click.Choice(STRENGTHS), default="full", show_default=True,
-              help="With --latency: the strength of the enhance calls.")
-def bench(prompt_file, suite, file_format, target, model, drafter, max_new_tokens, temperature, budgets, modes,
-          concurrency, num_prompts, seed, peers, dtype, device, cuda_graphs, threads, no_warmup, out, latency,
-          strength) -> None:
+@click.option(
+    "--cuda-graphs/--no-cuda-graphs",
+    default=None,
+    help="On CUDA: replay the target's batch-1 steps and verification passes from CUDA graphs "
+    "(default: on, unless PROMPTX_CUDA_GRAPHS=0). No effect on a CPU.",
+)
+@click.option(
+    "--threads", type=click.IntRange(min=1), help="torch threads (default: torch's own choice)."
+)
+@click.option(
+    "--no-warmup",
+    is_flag=True,
+    help="Skip the warm-up decode of each run (--latency: the warm-up calls).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write bench.json, summary.md, plots.",
+)
+@click.option(
+    "--latency",
+    is_flag=True,
+    help="Time warm enhance calls instead (model loaded once, one warm-up call per target): "
+    "per-request latency median and p90 by stage (render, batch wait, constraint, prefill, decode, "
+    "scoring, clean-up, other), and llama.cpp on the same prompt ids and token counts. --modes, "
+    "--budgets and --concurrency do not apply.",
+)
+@click.option(
+    "--strength",
+    type=click.Choice(STRENGTHS),
+    default="full",
+    show_default=True,
+    help="With --latency: the strength of the enhance calls.",
+)
+def bench(
+    prompt_file,
+    suite,
+    file_format,
+    target,
+    model,
+    drafter,
+    max_new_tokens,
+    temperature,
+    budgets,
+    modes,
+    concurrency,
+    num_prompts,
+    seed,
+    peers,
+    dtype,
+    device,
+    cuda_graphs,
+    threads,
+    no_warmup,
+    out,
+    latency,
+    strength,
+) -> None:
     """Benchmark speculative decoding on the prompts of PROMPT_FILE (or of a shipped --suite); with
     --latency, the per-request latency of warm enhance calls."""
     if (prompt_file is None) == (suite is None):
@@ -357,8 +538,23 @@ def bench(prompt_file, suite, file_format, target, model, drafter, max_new_token
 
         torch.set_num_threads(threads)
     if latency:
-        _latency(prompt_file, file_format, target, model, drafter, max_new_tokens, temperature, num_prompts, seed,
-                 peers, dtype, device, no_warmup, out, strength)
+        _latency(
+            prompt_file,
+            file_format,
+            target,
+            model,
+            drafter,
+            max_new_tokens,
+            temperature,
+            num_prompts,
+            seed,
+            peers,
+            dtype,
+            device,
+            no_warmup,
+            out,
+            strength,
+        )
         return
     max_new_tokens = 128 if max_new_tokens is None else max_new_tokens
     temperature = 0.0 if temperature is None else temperature
@@ -366,9 +562,15 @@ def bench(prompt_file, suite, file_format, target, model, drafter, max_new_token
     from engine.bench import BenchConfig, BenchError, close_peers, make_peers, run_bench
 
     try:
-        config = BenchConfig(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                             budgets=parse_budgets(budgets), modes=parse_modes(modes), concurrency=concurrency,
-                             warmup=not no_warmup)
+        config = BenchConfig(
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            seed=seed,
+            budgets=parse_budgets(budgets),
+            modes=parse_modes(modes),
+            concurrency=concurrency,
+            warmup=not no_warmup,
+        )
     except BenchError as exc:
         raise InvalidInputError(str(exc)) from None
     peer_names = parse_peers(peers)
@@ -378,7 +580,9 @@ def bench(prompt_file, suite, file_format, target, model, drafter, max_new_token
 
     prompts = bench_prompts(specs, generator, target, max_new_tokens, prompt_style_of(directory))
     speculative = any(m != "none" for m in config.modes)
-    drafter, drafter_info = choose_drafter(generator, drafter, seed) if speculative else (None, None)
+    drafter, drafter_info = (
+        choose_drafter(generator, drafter, seed) if speculative else (None, None)
+    )
     say = lambda message: click.echo(f"promptx bench: {message}", err=True)  # noqa: E731
     if peer_names:
         say(f"starting peers in their own processes: {', '.join(peer_names)}")
@@ -387,27 +591,65 @@ def bench(prompt_file, suite, file_format, target, model, drafter, max_new_token
         report = run_bench(generator, drafter, prompts, config, peers=peer_list, progress=say)
     finally:
         close_peers(peer_list)
-    report.update(model={"name": source.name, "directory": str(directory),
-                         "gguf": None if source.gguf is None else str(source.gguf)},
-                  drafter=drafter_info, plots=[],
-                  prompt_file={"path": str(prompt_file), "default_target": target,
-                               "format": detect_format(prompt_file) if file_format == "auto" else file_format})
+    report.update(
+        model={
+            "name": source.name,
+            "directory": str(directory),
+            "gguf": None if source.gguf is None else str(source.gguf),
+        },
+        drafter=drafter_info,
+        plots=[],
+        prompt_file={
+            "path": str(prompt_file),
+            "default_target": target,
+            "format": detect_format(prompt_file) if file_format == "auto" else file_format,
+        },
+    )
     add_notes(report, skipped)
     report["notes"] += [peer.note for peer in peer_list if getattr(peer, "note", None)]
     click.echo(write_outputs(report, out), nl=False)
 
 
-def _latency(prompt_file, file_format, target, model, drafter, max_new_tokens, temperature, num_prompts, seed,
-             peers, dtype, device, no_warmup, out, strength) -> None:
+def _latency(
+    prompt_file,
+    file_format,
+    target,
+    model,
+    drafter,
+    max_new_tokens,
+    temperature,
+    num_prompts,
+    seed,
+    peers,
+    dtype,
+    device,
+    no_warmup,
+    out,
+    strength,
+) -> None:
     """``--latency``: warm enhance calls, stage by stage (``promptx.cli.bench_latency``)."""
     specs = read_prompt_file(prompt_file, file_format, limit=num_prompts or DEFAULT_PROMPTS)
     say = lambda message: click.echo(f"promptx bench: {message}", err=True)  # noqa: E731
-    report = run_latency_bench(specs, target=target, model=model, drafter=drafter, dtype=dtype, device=device,
-                               strength=strength, seed=seed, max_new_tokens=max_new_tokens, temperature=temperature,
-                               warmup=not no_warmup, peer_names=parse_peers(peers or ",".join(LATENCY_PEERS)),
-                               say=say)
-    report["prompt_file"] = {"path": str(prompt_file), "default_target": target,
-                             "format": detect_format(prompt_file) if file_format == "auto" else file_format}
+    report = run_latency_bench(
+        specs,
+        target=target,
+        model=model,
+        drafter=drafter,
+        dtype=dtype,
+        device=device,
+        strength=strength,
+        seed=seed,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        warmup=not no_warmup,
+        peer_names=parse_peers(peers or ",".join(LATENCY_PEERS)),
+        say=say,
+    )
+    report["prompt_file"] = {
+        "path": str(prompt_file),
+        "default_target": target,
+        "format": detect_format(prompt_file) if file_format == "auto" else file_format,
+    }
     click.echo(write_latency_outputs(report, out), nl=False)
 
 
@@ -418,8 +660,11 @@ def add_notes(report: dict, skipped_peers: dict) -> None:
     report["peers"].update(skipped_peers)
     if report["drafter"] and report["drafter"]["random"]:
         report["warnings"].append(RANDOM_DRAFTER_WARNING)
-    report["notes"] += [f"peer {name} skipped: {entry['skipped']}" for name, entry in report["peers"].items()
-                        if not entry["available"]]
+    report["notes"] += [
+        f"peer {name} skipped: {entry['skipped']}"
+        for name, entry in report["peers"].items()
+        if not entry["available"]
+    ]
     if report["settings"]["concurrency"] > 1:
         report["notes"].append(CONCURRENCY_NOTE)
     report["notes"].append(f"entropy method: {report['entropy']['method']}")

@@ -45,24 +45,65 @@ TASKS = ("t2i", "t2v", "i2v", "i2i")
 DEFAULT_PROMPTS_DIR = "../shared/data/prompts"
 
 #: (width, height) of the synthetic input images of i2v/i2i items.
-IMAGE_SIZES = ((1024, 1024), (1920, 1080), (1080, 1920), (1280, 720), (720, 1280), (832, 1104), (720, 480),
-               (1510, 816), (1024, 768), (768, 1024), (512, 512), (4032, 3024), (3024, 4032), (1536, 1024))
+IMAGE_SIZES = (
+    (1024, 1024),
+    (1920, 1080),
+    (1080, 1920),
+    (1280, 720),
+    (720, 1280),
+    (832, 1104),
+    (720, 480),
+    (1510, 816),
+    (1024, 768),
+    (768, 1024),
+    (512, 512),
+    (4032, 3024),
+    (3024, 4032),
+    (1536, 1024),
+)
 
 _EDITS = (
-    "make it night time", "turn it into a watercolor painting", "make it look like a pencil sketch",
-    "add falling snow", "make it rain", "change the season to autumn", "make the sky a dramatic sunset",
-    "remove the people in the background", "replace the background with a beach", "make it black and white",
-    "give it a vintage film look", "turn it into an oil painting", "add a rainbow in the sky",
-    "make the lighting warmer", "make it look like a photo from the 1970s", "add fog", "zoom out to show more",
-    "change the background to a city street at night", "make it cartoon style", "add a cat sitting nearby",
-    "make the colors more vibrant", "turn day into dusk", "add reflections on a wet ground",
-    "place it in a snowy forest", "make it look like a miniature model", "add neon lights",
-    "make it look like a movie poster", "remove the text", "replace the sky with stars",
-    "make it look like pixel art", "add soft studio lighting", "make it spring with blooming flowers",
+    "make it night time",
+    "turn it into a watercolor painting",
+    "make it look like a pencil sketch",
+    "add falling snow",
+    "make it rain",
+    "change the season to autumn",
+    "make the sky a dramatic sunset",
+    "remove the people in the background",
+    "replace the background with a beach",
+    "make it black and white",
+    "give it a vintage film look",
+    "turn it into an oil painting",
+    "add a rainbow in the sky",
+    "make the lighting warmer",
+    "make it look like a photo from the 1970s",
+    "add fog",
+    "zoom out to show more",
+    "change the background to a city street at night",
+    "make it cartoon style",
+    "add a cat sitting nearby",
+    "make the colors more vibrant",
+    "turn day into dusk",
+    "add reflections on a wet ground",
+    "place it in a snowy forest",
+    "make it look like a miniature model",
+    "add neon lights",
+    "make it look like a movie poster",
+    "remove the text",
+    "replace the sky with stars",
+    "make it look like pixel art",
+    "add soft studio lighting",
+    "make it spring with blooming flowers",
 )
 _COLORS = ("red", "blue", "green", "golden", "purple", "black", "white", "orange", "pink", "silver")
-_EDIT_TEMPLATES = ("change the main color to {color}", "paint the walls {color}", "make the car {color}",
-                   "give the person a {color} jacket", "make the background {color}")
+_EDIT_TEMPLATES = (
+    "change the main color to {color}",
+    "paint the walls {color}",
+    "make the car {color}",
+    "give the person a {color} jacket",
+    "make the background {color}",
+)
 
 
 @dataclass(frozen=True)
@@ -71,7 +112,7 @@ class PromptSpec:
     prompt: str
     source: str
     caption: str | None = None
-    image: bool = False            # synthesize image facts (as if an image had been given)
+    image: bool = False  # synthesize image facts (as if an image had been given)
 
 
 # ---- prompt sources ---------------------------------------------------------------------------------
@@ -104,11 +145,13 @@ def _i2v_specs(entries: list[dict], rng: random.Random, source: str) -> list[Pro
         caption = _caption_of(entry)
         if not full:
             continue
-        motion = full[len(caption):].strip(" ,.") if caption and full.startswith(caption) else ""
+        motion = full[len(caption) :].strip(" ,.") if caption and full.startswith(caption) else ""
         roll = rng.random()
         prompt = "" if roll < 0.1 else (motion if motion and roll < 0.6 else full)
-        look = rng.random()   # image facts only / caption + facts / caption only
-        has_image, text = (True, None) if look < 0.4 else ((True, caption) if look < 0.7 else (False, caption))
+        look = rng.random()  # image facts only / caption + facts / caption only
+        has_image, text = (
+            (True, None) if look < 0.4 else ((True, caption) if look < 0.7 else (False, caption))
+        )
         if not prompt and not (has_image or text):
             text = caption
         specs.append(PromptSpec("i2v", prompt, source, caption=text or None, image=has_image))
@@ -123,13 +166,16 @@ def _i2i_specs(captions: list[str], rng: random.Random, source: str) -> list[Pro
         else:
             edit = rng.choice(_EDITS)
         look = rng.random()
-        has_image, text = (True, None) if look < 0.3 else ((True, caption) if look < 0.7 else (False, caption))
+        has_image, text = (
+            (True, None) if look < 0.3 else ((True, caption) if look < 0.7 else (False, caption))
+        )
         specs.append(PromptSpec("i2i", edit, source, caption=text, image=has_image))
     return specs
 
 
-def load_prompt_specs(prompts_dir: str | Path, tasks: Sequence[str] = TASKS, *, seed: int = 0,
-                      heldout: bool = False) -> dict[str, list[PromptSpec]]:
+def load_prompt_specs(
+    prompts_dir: str | Path, tasks: Sequence[str] = TASKS, *, seed: int = 0, heldout: bool = False
+) -> dict[str, list[PromptSpec]]:
     """Prompt specs per task from the public prompt sets (``heldout``: the sets not used for training)."""
     root = Path(prompts_dir)
     if not root.is_dir():
@@ -141,15 +187,28 @@ def load_prompt_specs(prompts_dir: str | Path, tasks: Sequence[str] = TASKS, *, 
     if "t2i" in tasks:
         if heldout:
             texts = [("geneval", t) for t in _lines(root / "geneval_prompts.txt")]
-            texts += [("compbench-val", t) for p in sorted((root / "t2i_compbench").glob("*_val.txt"))
-                      for t in _lines(p)]
+            texts += [
+                ("compbench-val", t)
+                for p in sorted((root / "t2i_compbench").glob("*_val.txt"))
+                for t in _lines(p)
+            ]
         else:
             texts = [("parti", t) for t in _parti(root / "partiprompts.tsv")]
-            texts += [("compbench", t) for p in sorted((root / "t2i_compbench").glob("*_train.txt")) for t in _lines(p)]
+            texts += [
+                ("compbench", t)
+                for p in sorted((root / "t2i_compbench").glob("*_train.txt"))
+                for t in _lines(p)
+            ]
         out["t2i"] = [PromptSpec("t2i", t, src) for src, t in texts]
     if "t2v" in tasks:
-        names = (("vbench2", "vbench2_full_text.txt"),) if heldout else (
-            ("vbench", "vbench_all_dimension.txt"), ("vbench-cn", "vbench_all_dimension_cn.txt"))
+        names = (
+            (("vbench2", "vbench2_full_text.txt"),)
+            if heldout
+            else (
+                ("vbench", "vbench_all_dimension.txt"),
+                ("vbench-cn", "vbench_all_dimension_cn.txt"),
+            )
+        )
         out["t2v"] = [PromptSpec("t2v", t, src) for src, name in names for t in _lines(root / name)]
     if "i2v" in tasks:
         out["i2v"] = _i2v_specs(i2v, rng, "vbench-i2v")
@@ -177,7 +236,9 @@ def _interleave(per_task: dict[str, list[PromptSpec]], seed: int) -> Iterator[Pr
 def _image_for(key: str):
     from PIL import Image
 
-    width, height = IMAGE_SIZES[int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % len(IMAGE_SIZES)]
+    width, height = IMAGE_SIZES[
+        int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % len(IMAGE_SIZES)
+    ]
     return Image.new("1", (width, height))
 
 
@@ -195,10 +256,19 @@ def prefix_length(tokenizer, messages: list[dict], ids: Sequence[int]) -> int:
     return min(n, max(0, len(ids) - 1))
 
 
-def build_items(tokenizer, registry, per_task: dict[str, list[PromptSpec]], *, limit: int | None = None,
-                seed: int = 0, greedy_fraction: float = 0.3, style_fraction: float = 0.25,
-                max_new_tokens: int | None = None, max_prompt_tokens: int | None = None,
-                prompt_style: str = "full"):
+def build_items(
+    tokenizer,
+    registry,
+    per_task: dict[str, list[PromptSpec]],
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    greedy_fraction: float = 0.3,
+    style_fraction: float = 0.25,
+    max_new_tokens: int | None = None,
+    max_prompt_tokens: int | None = None,
+    prompt_style: str = "full",
+):
     """GenerationItems for the prompt specs, rendered as the Enhancer renders them at serving time
     (``prompt_style``: the model's, see ``promptx.models.prompt_style_of``)."""
     from engine import SamplingParams
@@ -219,40 +289,85 @@ def build_items(tokenizer, registry, per_task: dict[str, list[PromptSpec]], *, l
             continue
         rng = random.Random(f"item:{seed}:{spec.task}:{spec.source}:{spec.prompt}:{spec.caption}")
         profile = rng.choice(choices)
-        style = rng.choice(sorted(profile.styles)) if profile.styles and rng.random() < style_fraction else None
+        style = (
+            rng.choice(sorted(profile.styles))
+            if profile.styles and rng.random() < style_fraction
+            else None
+        )
         greedy = rng.random() < greedy_fraction
         sample_seed = rng.randrange(2**31)
         image = _image_for(f"{spec.prompt}|{spec.caption}") if spec.image else None
         try:
-            request = EnhanceRequest.build(profile, spec.prompt, EnhanceOptions(image=image, caption=spec.caption,
-                                                                                style=style, seed=sample_seed))
+            request = EnhanceRequest.build(
+                profile,
+                spec.prompt,
+                EnhanceOptions(image=image, caption=spec.caption, style=style, seed=sample_seed),
+            )
             if request.skip_reason:
                 continue
-            messages = render_messages(request.profile, request.prompt, image_facts=request.image_facts,
-                                       caption=request.caption, style=request.style, language=request.language,
-                                       system_prompt=request.system_prompt, prompt_style=prompt_style)
+            messages = render_messages(
+                request.profile,
+                request.prompt,
+                image_facts=request.image_facts,
+                caption=request.caption,
+                style=request.style,
+                language=request.language,
+                system_prompt=request.system_prompt,
+                prompt_style=prompt_style,
+            )
         except PromptxError:
             continue
         ids = tokenizer.encode_chat(messages)
         if max_prompt_tokens and len(ids) > max_prompt_tokens:
             continue
-        budget = min(request.max_new_tokens, max_new_tokens) if max_new_tokens else request.max_new_tokens
-        params = SamplingParams(temperature=0.0 if greedy else request.temperature,
-                                top_p=1.0 if greedy else profile.top_p,
-                                repetition_penalty=profile.repetition_penalty, max_new_tokens=budget,
-                                seed=None if greedy else sample_seed)
+        budget = (
+            min(request.max_new_tokens, max_new_tokens)
+            if max_new_tokens
+            else request.max_new_tokens
+        )
+        params = SamplingParams(
+            temperature=0.0 if greedy else request.temperature,
+            top_p=1.0 if greedy else profile.top_p,
+            repetition_penalty=profile.repetition_penalty,
+            max_new_tokens=budget,
+            seed=None if greedy else sample_seed,
+        )
         # the rendered tokens are part of the id: after a template change nothing counts as done
-        key = json.dumps([profile.name, request.style, request.language, request.prompt, request.caption,
-                          request.image_facts, greedy, params.seed, budget,
-                          hashlib.sha256(json.dumps(ids).encode()).hexdigest()], ensure_ascii=False)
+        key = json.dumps(
+            [
+                profile.name,
+                request.style,
+                request.language,
+                request.prompt,
+                request.caption,
+                request.image_facts,
+                greedy,
+                params.seed,
+                budget,
+                hashlib.sha256(json.dumps(ids).encode()).hexdigest(),
+            ],
+            ensure_ascii=False,
+        )
         item_id = hashlib.sha256(key.encode()).hexdigest()[:16]
         if item_id in seen:
             continue
         seen.add(item_id)
-        meta = {"task": spec.task, "profile": profile.name, "source": spec.source, "style": request.style,
-                "language": request.language, "prompt": request.prompt, "caption": request.caption,
-                "image_facts": request.image_facts, "greedy": greedy}
-        items.append(GenerationItem(item_id, tuple(ids), params, prefix_length(tokenizer, messages, ids), meta))
+        meta = {
+            "task": spec.task,
+            "profile": profile.name,
+            "source": spec.source,
+            "style": request.style,
+            "language": request.language,
+            "prompt": request.prompt,
+            "caption": request.caption,
+            "image_facts": request.image_facts,
+            "greedy": greedy,
+        }
+        items.append(
+            GenerationItem(
+                item_id, tuple(ids), params, prefix_length(tokenizer, messages, ids), meta
+            )
+        )
     return items
 
 
@@ -279,9 +394,16 @@ def _echo_json(data: dict) -> None:
 
 
 _model_option = click.option("--model", help=MODEL_HELP)
-_threads_option = click.option("--threads", type=click.IntRange(min=1), help="torch threads (default: torch's).")
-_prompts_option = click.option("--prompts-dir", type=click.Path(path_type=Path, file_okay=False),
-                               default=DEFAULT_PROMPTS_DIR, show_default=True, help="Public prompt sets.")
+_threads_option = click.option(
+    "--threads", type=click.IntRange(min=1), help="torch threads (default: torch's)."
+)
+_prompts_option = click.option(
+    "--prompts-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=DEFAULT_PROMPTS_DIR,
+    show_default=True,
+    help="Public prompt sets.",
+)
 
 
 @click.group()
@@ -291,29 +413,66 @@ def draft() -> None:
 
 @draft.command("generate-data")
 @_model_option
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Data directory (resumable: rerun to continue).")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Data directory (resumable: rerun to continue).",
+)
 @_prompts_option
 @click.option("--tasks", default=",".join(TASKS), show_default=True, help="Comma-separated tasks.")
-@click.option("--limit", type=click.IntRange(min=1), default=2000, show_default=True, help="Prompts in total.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=2000, show_default=True, help="Prompts in total."
+)
 @click.option("--greedy-fraction", type=click.FloatRange(0, 1), default=0.3, show_default=True)
 @click.option("--style-fraction", type=click.FloatRange(0, 1), default=0.25, show_default=True)
 @click.option("--max-new-tokens", type=click.IntRange(min=1), help="Cap on the profiles' budgets.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
-              help="Prompts decoded together (rows leave the batch as they finish).")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Prompts decoded together (rows leave the batch as they finish).",
+)
 @click.option("--shard-size", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "pt"]), default="jsonl", show_default=True)
-@click.option("--reference", is_flag=True, help="Decode one prompt at a time with decode_autoregressive.")
-@click.option("--dtype", default="float32", show_default=True,
-              help="Precision the answers are decoded in (float32, bfloat16, int4, auto). Training always runs "
-                   "the target in float32 over the stored tokens, so a faster precision only changes which "
-                   "contexts the drafter sees (int4: ~1.9x float32's tokens/s on the project machine).")
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "pt"]), default="jsonl", show_default=True
+)
+@click.option(
+    "--reference", is_flag=True, help="Decode one prompt at a time with decode_autoregressive."
+)
+@click.option(
+    "--dtype",
+    default="float32",
+    show_default=True,
+    help="Precision the answers are decoded in (float32, bfloat16, int4, auto). Training always runs "
+    "the target in float32 over the stored tokens, so a faster precision only changes which "
+    "contexts the drafter sees (int4: ~1.9x float32's tokens/s on the project machine).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--templates-dir", type=click.Path(path_type=Path, file_okay=False))
 @_threads_option
 @click.option("--quiet", is_flag=True)
-def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, style_fraction, max_new_tokens,
-                  batch_size, shard_size, fmt, reference, dtype, seed, templates_dir, threads, quiet) -> None:
+def generate_data(
+    model,
+    out_dir,
+    prompts_dir,
+    tasks,
+    limit,
+    greedy_fraction,
+    style_fraction,
+    max_new_tokens,
+    batch_size,
+    shard_size,
+    fmt,
+    reference,
+    dtype,
+    seed,
+    templates_dir,
+    threads,
+    quiet,
+) -> None:
     """Let the target answer rendered prompts; write token ids + loss masks to OUT.
 
     Rerun to continue. Item ids cover the rendered prompt tokens: after a template
@@ -325,46 +484,98 @@ def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, st
     wanted = [t.strip() for t in tasks.split(",") if t.strip()]
     unknown = set(wanted) - set(TASKS)
     if unknown:
-        raise click.ClickException(f"unknown tasks {sorted(unknown)}; choose from {', '.join(TASKS)}")
+        raise click.ClickException(
+            f"unknown tasks {sorted(unknown)}; choose from {', '.join(TASKS)}"
+        )
     target, tokenizer, directory = _load_target(model, quiet, dtype)
     per_task = load_prompt_specs(prompts_dir, wanted, seed=seed)
     from ..models import prompt_style_of
 
-    items = build_items(tokenizer, registry_for(templates_dir), per_task, limit=limit, seed=seed,
-                        greedy_fraction=greedy_fraction, style_fraction=style_fraction, max_new_tokens=max_new_tokens,
-                        prompt_style=prompt_style_of(directory))
+    items = build_items(
+        tokenizer,
+        registry_for(templates_dir),
+        per_task,
+        limit=limit,
+        seed=seed,
+        greedy_fraction=greedy_fraction,
+        style_fraction=style_fraction,
+        max_new_tokens=max_new_tokens,
+        prompt_style=prompt_style_of(directory),
+    )
     if not items:
         raise click.ClickException("no prompts to generate from")
-    summary = generate_dataset(target, items, out_dir, eos_ids=_eos_ids(target, tokenizer), batch_size=batch_size,
-                               shard_size=shard_size, fmt=fmt, reference=reference, progress=not quiet,
-                               meta={"model": str(directory), "seed": seed, "tasks": wanted,
-                                     "dtype": dtype})
+    summary = generate_dataset(
+        target,
+        items,
+        out_dir,
+        eos_ids=_eos_ids(target, tokenizer),
+        batch_size=batch_size,
+        shard_size=shard_size,
+        fmt=fmt,
+        reference=reference,
+        progress=not quiet,
+        meta={"model": str(directory), "seed": seed, "tasks": wanted, "dtype": dtype},
+    )
     _echo_json({"out": str(out_dir), **summary.as_dict()})
 
 
 @draft.command("train")
 @_model_option
-@click.option("--data", "data_dirs", required=True, multiple=True,
-              type=click.Path(path_type=Path, file_okay=False, exists=True), help="Data directory (repeatable).")
+@click.option(
+    "--data",
+    "data_dirs",
+    required=True,
+    multiple=True,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Data directory (repeatable).",
+)
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False))
-@click.option("--draft-vocab", type=click.IntRange(min=0), default=8192, show_default=True,
-              help="Reduced draft vocabulary size (0 = the full vocabulary, sharing the target's head).")
-@click.option("--window", type=click.IntRange(min=1), help="Sliding attention window of the drafter.")
-@click.option("--chunk-norms/--no-chunk-norms", default=True, show_default=True,
-              help="EAGLE-3.1 per-chunk norms before fc (off: plain EAGLE-3 tensors only).")
-@click.option("--freeze-head", is_flag=True, help="Keep the reduced-vocabulary head at the target's rows.")
-@click.option("--init", "init_dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
-              help="Start from this trained drafter: its architecture and weights; the draft vocabulary "
-                   "(same size) is chosen again from the data, trained head rows kept "
-                   "(--draft-vocab, --window, --no-chunk-norms and --lowrank-rank then do not apply).")
+@click.option(
+    "--draft-vocab",
+    type=click.IntRange(min=0),
+    default=8192,
+    show_default=True,
+    help="Reduced draft vocabulary size (0 = the full vocabulary, sharing the target's head).",
+)
+@click.option(
+    "--window", type=click.IntRange(min=1), help="Sliding attention window of the drafter."
+)
+@click.option(
+    "--chunk-norms/--no-chunk-norms",
+    default=True,
+    show_default=True,
+    help="EAGLE-3.1 per-chunk norms before fc (off: plain EAGLE-3 tensors only).",
+)
+@click.option(
+    "--freeze-head", is_flag=True, help="Keep the reduced-vocabulary head at the target's rows."
+)
+@click.option(
+    "--init",
+    "init_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Start from this trained drafter: its architecture and weights; the draft vocabulary "
+    "(same size) is chosen again from the data, trained head rows kept "
+    "(--draft-vocab, --window, --no-chunk-norms and --lowrank-rank then do not apply).",
+)
 @click.option("--epochs", type=click.IntRange(min=1), default=2, show_default=True)
-@click.option("--max-steps", type=click.IntRange(min=1), help="Stop after this many steps (overrides --epochs).")
+@click.option(
+    "--max-steps",
+    type=click.IntRange(min=1),
+    help="Stop after this many steps (overrides --epochs).",
+)
 @click.option("--batch-size", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--lr", type=float, default=3e-4, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=50, show_default=True)
-@click.option("--ttt-steps", type=click.IntRange(min=5), default=7, show_default=True,
-              help="Training-time-test unroll depth K (EAGLE-3: 7).")
-@click.option("--max-length", type=click.IntRange(min=8), help="Truncate sequences to this many tokens.")
+@click.option(
+    "--ttt-steps",
+    type=click.IntRange(min=5),
+    default=7,
+    show_default=True,
+    help="Training-time-test unroll depth K (EAGLE-3: 7).",
+)
+@click.option(
+    "--max-length", type=click.IntRange(min=8), help="Truncate sequences to this many tokens."
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--checkpoint-every", type=click.IntRange(min=0), default=200, show_default=True)
 @click.option("--val-every", type=click.IntRange(min=0), default=200, show_default=True)
@@ -372,17 +583,46 @@ def generate_data(model, out_dir, prompts_dir, tasks, limit, greedy_fraction, st
 @click.option("--val-prompts", type=click.IntRange(min=0), default=6, show_default=True)
 @click.option("--val-max-new-tokens", type=click.IntRange(min=0), default=96, show_default=True)
 @click.option("--resume/--no-resume", default=True, show_default=True)
-@click.option("--lowrank-rank", type=click.IntRange(min=1), help="EAGLE-4 low-rank candidate head rank (stage 2).")
+@click.option(
+    "--lowrank-rank",
+    type=click.IntRange(min=1),
+    help="EAGLE-4 low-rank candidate head rank (stage 2).",
+)
 @click.option("--lowrank-candidates", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--lowrank-steps", type=click.IntRange(min=0), default=500, show_default=True)
 @click.option("--lowrank-lr", type=float, default=2e-3, show_default=True)
 @_threads_option
 @click.option("--quiet", is_flag=True)
-def train(model, data_dirs, out_dir, draft_vocab, window, chunk_norms, freeze_head, init_dir, epochs, max_steps,
-          batch_size,
-          lr, warmup, ttt_steps, max_length, seed, checkpoint_every, val_every, val_fraction, val_prompts,
-          val_max_new_tokens, resume, lowrank_rank, lowrank_candidates, lowrank_steps, lowrank_lr, threads,
-          quiet) -> None:
+def train(
+    model,
+    data_dirs,
+    out_dir,
+    draft_vocab,
+    window,
+    chunk_norms,
+    freeze_head,
+    init_dir,
+    epochs,
+    max_steps,
+    batch_size,
+    lr,
+    warmup,
+    ttt_steps,
+    max_length,
+    seed,
+    checkpoint_every,
+    val_every,
+    val_fraction,
+    val_prompts,
+    val_max_new_tokens,
+    resume,
+    lowrank_rank,
+    lowrank_candidates,
+    lowrank_steps,
+    lowrank_lr,
+    threads,
+    quiet,
+) -> None:
     """Train a drafter for the target on generated data; the result lands in OUT/drafter."""
     from engine import DrafterLoadError, DrafterMismatchError, save_drafter
     from engine import read_records, split_records
@@ -391,10 +631,14 @@ def train(model, data_dirs, out_dir, draft_vocab, window, chunk_norms, freeze_he
 
     _setup_threads(threads)
     if init_dir is not None:
-        _refuse_with_init(click.get_current_context(), ("draft_vocab", "window", "chunk_norms", "lowrank_rank"))
+        _refuse_with_init(
+            click.get_current_context(), ("draft_vocab", "window", "chunk_norms", "lowrank_rank")
+        )
     records = [r for d in data_dirs for r in read_records(d)]
     if len(records) < 2:
-        raise click.ClickException(f"need at least 2 records, found {len(records)} in {', '.join(map(str, data_dirs))}")
+        raise click.ClickException(
+            f"need at least 2 records, found {len(records)} in {', '.join(map(str, data_dirs))}"
+        )
     train_records, val_records = split_records(records, val_fraction)
     target, tokenizer, _ = _load_target(model, quiet)
     eos = _eos_ids(target, tokenizer)
@@ -404,52 +648,135 @@ def train(model, data_dirs, out_dir, draft_vocab, window, chunk_norms, freeze_he
         except (DrafterLoadError, DrafterMismatchError) as exc:
             raise click.ClickException(f"--init {init_dir}: {exc}") from None
     else:
-        drafter, info = build_drafter(target, train_records, draft_vocab_size=draft_vocab or None, window=window,
-                                      chunk_norms=chunk_norms, lowrank_rank=lowrank_rank,
-                                      lowrank_candidates=lowrank_candidates, always_include=eos, seed=seed)
-    log = (lambda text: None) if quiet else (lambda text: click.echo(f"promptx draft: {text}", err=True))
-    log(f"{len(train_records)} training / {len(val_records)} validation records; vocabulary {json.dumps(info)}")
-    config = TrainConfig(epochs=epochs, max_steps=max_steps, batch_size=batch_size, lr=lr, warmup_steps=warmup,
-                         freeze_head=freeze_head,
-                         ttt_steps=ttt_steps, seed=seed, max_length=max_length, checkpoint_every=checkpoint_every,
-                         val_every=val_every, val_prompts=val_prompts, val_max_new_tokens=val_max_new_tokens)
-    result = train_drafter(target, drafter, train_records, out_dir, config, val_records=val_records, eos_ids=eos,
-                           resume=resume, progress=not quiet, log=log)
-    report = {"drafter": result.drafter_dir, "steps": result.steps, "steps_per_s": round(result.steps_per_s, 4),
-              "seconds": round(result.seconds, 1), "vocab": info, "last": result.last,
-              "validation": result.validation}
+        drafter, info = build_drafter(
+            target,
+            train_records,
+            draft_vocab_size=draft_vocab or None,
+            window=window,
+            chunk_norms=chunk_norms,
+            lowrank_rank=lowrank_rank,
+            lowrank_candidates=lowrank_candidates,
+            always_include=eos,
+            seed=seed,
+        )
+    log = (
+        (lambda text: None)
+        if quiet
+        else (lambda text: click.echo(f"promptx draft: {text}", err=True))
+    )
+    log(
+        f"{len(train_records)} training / {len(val_records)} validation records; vocabulary {json.dumps(info)}"
+    )
+    config = TrainConfig(
+        epochs=epochs,
+        max_steps=max_steps,
+        batch_size=batch_size,
+        lr=lr,
+        warmup_steps=warmup,
+        freeze_head=freeze_head,
+        ttt_steps=ttt_steps,
+        seed=seed,
+        max_length=max_length,
+        checkpoint_every=checkpoint_every,
+        val_every=val_every,
+        val_prompts=val_prompts,
+        val_max_new_tokens=val_max_new_tokens,
+    )
+    result = train_drafter(
+        target,
+        drafter,
+        train_records,
+        out_dir,
+        config,
+        val_records=val_records,
+        eos_ids=eos,
+        resume=resume,
+        progress=not quiet,
+        log=log,
+    )
+    report = {
+        "drafter": result.drafter_dir,
+        "steps": result.steps,
+        "steps_per_s": round(result.steps_per_s, 4),
+        "seconds": round(result.seconds, 1),
+        "vocab": info,
+        "last": result.last,
+        "validation": result.validation,
+    }
     if lowrank_rank and lowrank_steps:
-        stage = lowrank_stage(target, drafter, train_records, val_records, steps=lowrank_steps, lr=lowrank_lr,
-                              ttt_steps=ttt_steps, batch_size=batch_size, max_length=max_length, seed=seed,
-                              progress=not quiet)
+        stage = lowrank_stage(
+            target,
+            drafter,
+            train_records,
+            val_records,
+            steps=lowrank_steps,
+            lr=lowrank_lr,
+            ttt_steps=ttt_steps,
+            batch_size=batch_size,
+            max_length=max_length,
+            seed=seed,
+            progress=not quiet,
+        )
         save_drafter(drafter, out_dir / "drafter", target=target)
-        report["lowrank"] = {"recall_before": stage.recall_before, "recall_after": stage.recall_after,
-                             "kl_before": stage.kl_before, "kl_after": stage.kl_after, "rows": stage.rows,
-                             "seconds": round(stage.seconds, 1)}
+        report["lowrank"] = {
+            "recall_before": stage.recall_before,
+            "recall_after": stage.recall_after,
+            "kl_before": stage.kl_before,
+            "kl_after": stage.kl_after,
+            "rows": stage.rows,
+            "seconds": round(stage.seconds, 1),
+        }
     (Path(out_dir) / "summary.json").write_text(json.dumps(report, indent=2) + "\n")
     _echo_json(report)
 
 
 def _refuse_with_init(ctx: click.Context, names: Sequence[str]) -> None:
     """--init fixes the drafter's architecture: options that would change it are an error."""
-    given = [f"--{n.replace('_', '-')}" for n in names
-             if ctx.get_parameter_source(n) not in (None, click.core.ParameterSource.DEFAULT)]
+    given = [
+        f"--{n.replace('_', '-')}"
+        for n in names
+        if ctx.get_parameter_source(n) not in (None, click.core.ParameterSource.DEFAULT)
+    ]
     if given:
-        raise click.UsageError(f"{', '.join(given)} cannot be combined with --init (the drafter keeps its own)")
+        raise click.UsageError(
+            f"{', '.join(given)} cannot be combined with --init (the drafter keeps its own)"
+        )
 
 
 @draft.command("eval")
 @_model_option
-@click.option("--drafter", "drafter_dir", required=True, type=click.Path(path_type=Path, file_okay=False, exists=True))
-@click.option("--data", "data_dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
-              help="Use the validation split of this data directory (default: held-out prompt sets).")
-@click.option("--val-fraction", type=click.FloatRange(0, 0.5), default=0.02, show_default=True,
-              help="As given to 'train' (which records are held out).")
+@click.option(
+    "--drafter",
+    "drafter_dir",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+)
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Use the validation split of this data directory (default: held-out prompt sets).",
+)
+@click.option(
+    "--val-fraction",
+    type=click.FloatRange(0, 0.5),
+    default=0.02,
+    show_default=True,
+    help="As given to 'train' (which records are held out).",
+)
 @_prompts_option
-@click.option("--prompts", "n_prompts", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Prompts per task.")
+@click.option(
+    "--prompts",
+    "n_prompts",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Prompts per task.",
+)
 @click.option("--max-new-tokens", type=click.IntRange(min=1), default=128, show_default=True)
-@click.option("--sampled", is_flag=True, help="Sample at the profile temperature instead of greedy decoding.")
+@click.option(
+    "--sampled", is_flag=True, help="Sample at the profile temperature instead of greedy decoding."
+)
 @click.option("--compare", is_flag=True, help="Also time plain decoding for the speed-up.")
 @click.option("--budget", type=click.IntRange(min=0), default=16, show_default=True)
 @click.option("--depth", type=click.IntRange(min=1), default=6, show_default=True)
@@ -457,8 +784,23 @@ def _refuse_with_init(ctx: click.Context, names: Sequence[str]) -> None:
 @click.option("--seed", type=int, default=1, show_default=True)
 @_threads_option
 @click.option("--quiet", is_flag=True)
-def eval_(model, drafter_dir, data_dir, val_fraction, prompts_dir, n_prompts, max_new_tokens, sampled, compare, budget, depth,
-          top_k, seed, threads, quiet) -> None:
+def eval_(
+    model,
+    drafter_dir,
+    data_dir,
+    val_fraction,
+    prompts_dir,
+    n_prompts,
+    max_new_tokens,
+    sampled,
+    compare,
+    budget,
+    depth,
+    top_k,
+    seed,
+    threads,
+    quiet,
+) -> None:
     """tau per task of a drafter on held-out prompts (optionally with the speed-up over plain decoding)."""
     from engine import decode_autoregressive
     from engine import SamplingParams
@@ -479,15 +821,34 @@ def eval_(model, drafter_dir, data_dir, val_fraction, prompts_dir, n_prompts, ma
         _, val = split_records(read_records(data_dir), val_fraction)
         for r in val:
             groups.setdefault(r.meta.get("task", "all"), []).append(
-                (r.prompt_ids, r.meta.get("temperature", 0.7) or 0.7, r.meta.get("top_p", 0.9),
-                 r.meta.get("repetition_penalty", 1.0)))
+                (
+                    r.prompt_ids,
+                    r.meta.get("temperature", 0.7) or 0.7,
+                    r.meta.get("top_p", 0.9),
+                    r.meta.get("repetition_penalty", 1.0),
+                )
+            )
     else:
         per_task = load_prompt_specs(prompts_dir, TASKS, seed=seed, heldout=True)
         for task in TASKS:
-            items = build_items(tokenizer, registry_for(None), {task: per_task.get(task, [])}, limit=n_prompts,
-                                seed=seed, greedy_fraction=0.0, prompt_style=prompt_style_of(directory))
-            groups[task] = [(list(it.prompt_ids), it.params.temperature, it.params.top_p,
-                             it.params.repetition_penalty) for it in items]
+            items = build_items(
+                tokenizer,
+                registry_for(None),
+                {task: per_task.get(task, [])},
+                limit=n_prompts,
+                seed=seed,
+                greedy_fraction=0.0,
+                prompt_style=prompt_style_of(directory),
+            )
+            groups[task] = [
+                (
+                    list(it.prompt_ids),
+                    it.params.temperature,
+                    it.params.top_p,
+                    it.params.repetition_penalty,
+                )
+                for it in items
+            ]
     tree = TreeConfig(budget, depth, top_k)
     report = {}
     for task, rows in groups.items():
@@ -495,13 +856,28 @@ def eval_(model, drafter_dir, data_dir, val_fraction, prompts_dir, n_prompts, ma
         if not rows:
             continue
         temperature = rows[0][1] if sampled else 0.0
-        res = measure_tau(target, drafter, [r[0] for r in rows], eos, max_new_tokens=max_new_tokens, tree=tree,
-                          repetition_penalty=rows[0][3], temperature=temperature, top_p=rows[0][2], seed=seed)
+        res = measure_tau(
+            target,
+            drafter,
+            [r[0] for r in rows],
+            eos,
+            max_new_tokens=max_new_tokens,
+            tree=tree,
+            repetition_penalty=rows[0][3],
+            temperature=temperature,
+            top_p=rows[0][2],
+            seed=seed,
+        )
         if compare:
             started, produced = time.perf_counter(), 0
             for i, r in enumerate(rows):
-                params = SamplingParams(temperature=temperature, top_p=r[2], repetition_penalty=r[3],
-                                        max_new_tokens=max_new_tokens, seed=seed + i)
+                params = SamplingParams(
+                    temperature=temperature,
+                    top_p=r[2],
+                    repetition_penalty=r[3],
+                    max_new_tokens=max_new_tokens,
+                    seed=seed + i,
+                )
                 stop = StopChecker(eos, max_new_tokens)
                 produced += sum(1 for _ in decode_autoregressive(target, r[0], params, stop))
             plain = produced / (time.perf_counter() - started)
@@ -510,7 +886,9 @@ def eval_(model, drafter_dir, data_dir, val_fraction, prompts_dir, n_prompts, ma
         report[task] = res
         if not quiet:
             click.echo(f"promptx draft: {task}: {json.dumps(res)}", err=True)
-    _echo_json({"drafter": str(drafter_dir), "mode": "sampled" if sampled else "greedy", "tasks": report})
+    _echo_json(
+        {"drafter": str(drafter_dir), "mode": "sampled" if sampled else "greedy", "tasks": report}
+    )
 
 
 # ---- export ---------------------------------------------------------------------------------------------
@@ -526,54 +904,92 @@ def _drafter_path(ref: str) -> Path:
         return path
     if (SHIPPED_DIR / ref / "config.json").is_file():
         return SHIPPED_DIR / ref
-    shipped = sorted(p.name for p in SHIPPED_DIR.iterdir() if (p / "config.json").is_file()) \
-        if SHIPPED_DIR.is_dir() else []
-    raise InvalidInputError(f"no drafter directory {ref!r} and no shipped drafter of that name "
-                            f"(shipped: {', '.join(shipped) or 'none'})")
+    shipped = (
+        sorted(p.name for p in SHIPPED_DIR.iterdir() if (p / "config.json").is_file())
+        if SHIPPED_DIR.is_dir()
+        else []
+    )
+    raise InvalidInputError(
+        f"no drafter directory {ref!r} and no shipped drafter of that name "
+        f"(shipped: {', '.join(shipped) or 'none'})"
+    )
 
 
 def _source_config(directory: Path) -> dict:
     try:
         raw = json.loads((directory / "config.json").read_text())
     except (OSError, json.JSONDecodeError):
-        return {}                       # load_drafter says what is wrong with it
+        return {}  # load_drafter says what is wrong with it
     return raw if isinstance(raw, dict) else {}
 
 
 def launch_lines(out_dir: Path, fmt: str, target: str, k: int) -> list[str]:
     """The commands that serve the target with the exported drafter (paths filled in, shell-quoted)."""
     d, t = shlex.quote(str(out_dir)), shlex.quote(target)
-    spec = json.dumps({"method": "eagle3", "model": str(out_dir), "num_speculative_tokens": k}, separators=(",", ":"))
+    spec = json.dumps(
+        {"method": "eagle3", "model": str(out_dir), "num_speculative_tokens": k},
+        separators=(",", ":"),
+    )
     lines = ["vLLM:", f"  vllm serve {t} --speculative-config {shlex.quote(spec)}"]
     if fmt == "speculators":
-        if target != _TARGET_PLACEHOLDER:      # the config names the verifier by this path
-            lines.append(f"  (or: vllm serve {d}, which serves the verifier named in its config.json)")
-        return lines + ["SGLang and llama.cpp read the flat eagle3 layout: export with --format eagle3 for them."]
-    sglang = (f"  python -m sglang.launch_server --model-path {t} --speculative-algorithm EAGLE3 "
-              f"--speculative-draft-model-path {d} --speculative-num-steps 3 --speculative-eagle-topk 4 "
-              "--speculative-num-draft-tokens 16")
-    lines += ["SGLang:", sglang, "llama.cpp:",
-              f"  python convert_hf_to_gguf.py {t} --outfile target.gguf",
-              f"  python convert_hf_to_gguf.py {d} --target-model-dir {t} --outfile draft.gguf",
-              "  llama-server -m target.gguf -md draft.gguf --spec-type draft-eagle3",
-              "  (the converter reads the tap layers from eagle_config.eagle_aux_hidden_state_layer_ids, which the "
-              "export omits; check that llama-server logs the inputs of the same layers as promptx taps: some "
-              "converter versions fall back to another model's [1, 18, 35])"]
+        if target != _TARGET_PLACEHOLDER:  # the config names the verifier by this path
+            lines.append(
+                f"  (or: vllm serve {d}, which serves the verifier named in its config.json)"
+            )
+        return lines + [
+            "SGLang and llama.cpp read the flat eagle3 layout: export with --format eagle3 for them."
+        ]
+    sglang = (
+        f"  python -m sglang.launch_server --model-path {t} --speculative-algorithm EAGLE3 "
+        f"--speculative-draft-model-path {d} --speculative-num-steps 3 --speculative-eagle-topk 4 "
+        "--speculative-num-draft-tokens 16"
+    )
+    lines += [
+        "SGLang:",
+        sglang,
+        "llama.cpp:",
+        f"  python convert_hf_to_gguf.py {t} --outfile target.gguf",
+        f"  python convert_hf_to_gguf.py {d} --target-model-dir {t} --outfile draft.gguf",
+        "  llama-server -m target.gguf -md draft.gguf --spec-type draft-eagle3",
+        "  (the converter reads the tap layers from eagle_config.eagle_aux_hidden_state_layer_ids, which the "
+        "export omits; check that llama-server logs the inputs of the same layers as promptx taps: some "
+        "converter versions fall back to another model's [1, 18, 35])",
+    ]
     return lines
 
 
 @draft.command("export")
 @click.argument("drafter_ref", metavar="DRAFTER")
-@click.option("--format", "fmt", type=click.Choice(["eagle3", "speculators"]), default="eagle3", show_default=True,
-              help="eagle3: vLLM, SGLang, llama.cpp; speculators: vLLM's newer layout.")
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Directory to write config.json and model.safetensors into.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["eagle3", "speculators"]),
+    default="eagle3",
+    show_default=True,
+    help="eagle3: vLLM, SGLang, llama.cpp; speculators: vLLM's newer layout.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory to write config.json and model.safetensors into.",
+)
 @_model_option
-@click.option("--target-dir", type=click.Path(path_type=Path, file_okay=False),
-              help="The target as a Hugging Face directory the engines load, filled into the printed commands "
-                   "(promptx models export --out DIR writes the embedded one).")
-@click.option("--num-speculative-tokens", "k", type=click.IntRange(min=1), default=3, show_default=True,
-              help="K in the vLLM command and the speculators config.")
+@click.option(
+    "--target-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The target as a Hugging Face directory the engines load, filled into the printed commands "
+    "(promptx models export --out DIR writes the embedded one).",
+)
+@click.option(
+    "--num-speculative-tokens",
+    "k",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="K in the vLLM command and the speculators config.",
+)
 @click.option("--quiet", is_flag=True)
 def export(drafter_ref, fmt, out_dir, model, target_dir, k, quiet) -> None:
     """Write DRAFTER (a directory or a shipped drafter's name) for vLLM, SGLang and llama.cpp.
@@ -586,7 +1002,9 @@ def export(drafter_ref, fmt, out_dir, model, target_dir, k, quiet) -> None:
 
     drafter_dir = _drafter_path(drafter_ref)
     if out_dir.resolve() == drafter_dir.resolve():
-        raise InvalidInputError(f"--out {out_dir} is the drafter's own directory: choose another one")
+        raise InvalidInputError(
+            f"--out {out_dir} is the drafter's own directory: choose another one"
+        )
     source, directory, generator = load_generator(model, "float32", quiet=quiet)
     target = generator.model
     try:
@@ -594,8 +1012,15 @@ def export(drafter_ref, fmt, out_dir, model, target_dir, k, quiet) -> None:
         drafter = load_drafter(drafter_dir, target)
         verifier = str(target_dir.resolve()) if target_dir else source.name
         archs = _source_config(directory).get("architectures") or ["LlamaForCausalLM"]
-        result = export_drafter(drafter, out_dir, fmt, target=target, verifier_name=verifier,
-                                verifier_architectures=archs, speculative_tokens=k)
+        result = export_drafter(
+            drafter,
+            out_dir,
+            fmt,
+            target=target,
+            verifier_name=verifier,
+            verifier_architectures=archs,
+            speculative_tokens=k,
+        )
     except ExportError as exc:
         raise InvalidInputError(f"cannot export {drafter_dir} as {fmt}: {exc}") from None
     except (DrafterLoadError, DrafterMismatchError) as exc:
@@ -607,11 +1032,15 @@ def export(drafter_ref, fmt, out_dir, model, target_dir, k, quiet) -> None:
             click.echo(f"note: {note}", err=True)
     taps = list(default_taps(target.config.num_hidden_layers))
     if target_dir is None:
-        click.echo(f"{_TARGET_PLACEHOLDER} below: the target as a Hugging Face directory "
-                   f"(promptx models export --out {_TARGET_PLACEHOLDER} writes {source.name}); the drafter reads "
-                   f"the inputs of its layers {taps}")
+        click.echo(
+            f"{_TARGET_PLACEHOLDER} below: the target as a Hugging Face directory "
+            f"(promptx models export --out {_TARGET_PLACEHOLDER} writes {source.name}); the drafter reads "
+            f"the inputs of its layers {taps}"
+        )
     else:
-        click.echo(f"target {target_dir.resolve()}: the drafter reads the inputs of its layers {taps}")
+        click.echo(
+            f"target {target_dir.resolve()}: the drafter reads the inputs of its layers {taps}"
+        )
     target_text = str(target_dir.resolve()) if target_dir else _TARGET_PLACEHOLDER
     for line in launch_lines(out, fmt, target_text, k):
         click.echo(line)

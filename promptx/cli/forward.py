@@ -23,13 +23,20 @@ import httpx
 from ..errors import BackendError, ImageError, InvalidInputError, PromptxError, UnknownTargetError
 
 SERVER_ENV, KEY_ENV = "PROMPTX_SERVER", "PROMPTX_SERVE_API_KEY"
-HEALTH_TIMEOUT = httpx.Timeout(1.0, connect=0.5)       # a refused loopback port fails at once
-REQUEST_TIMEOUT = httpx.Timeout(600.0, connect=2.0)    # the server's own --request-timeout (300 s) comes first
-NOT_NOW = frozenset({429, 503})                        # busy or loading: enhance here instead
+HEALTH_TIMEOUT = httpx.Timeout(1.0, connect=0.5)  # a refused loopback port fails at once
+REQUEST_TIMEOUT = httpx.Timeout(
+    600.0, connect=2.0
+)  # the server's own --request-timeout (300 s) comes first
+NOT_NOW = frozenset({429, 503})  # busy or loading: enhance here instead
 
 # the server's error types (serve.app) -> the error an in-process run raises with the same message
-_ERRORS = {"unknown_target": UnknownTargetError, "invalid_image": ImageError, "invalid_request": InvalidInputError,
-           "backend_error": BackendError, "server_error": PromptxError}
+_ERRORS = {
+    "unknown_target": UnknownTargetError,
+    "invalid_image": ImageError,
+    "invalid_request": InvalidInputError,
+    "backend_error": BackendError,
+    "server_error": PromptxError,
+}
 
 
 class Unavailable(Exception):
@@ -43,15 +50,24 @@ class ServerResult:
 
     def __init__(self, data: dict) -> None:
         self.data = data
-        self.text, self.fallback, self.skipped, self.reason = (data["text"], data["fallback"], data["skipped"],
-                                                               data.get("reason"))
+        self.text, self.fallback, self.skipped, self.reason = (
+            data["text"],
+            data["fallback"],
+            data["skipped"],
+            data.get("reason"),
+        )
 
     @staticmethod
     def readable(data: object) -> bool:
         """Whether ``data`` looks like an ``EnhancedPrompt`` (what the printing reads is there)."""
-        return (isinstance(data, dict) and isinstance(data.get("text"), str) and isinstance(data.get("stats"), dict)
-                and isinstance(data.get("fallback"), bool) and isinstance(data.get("skipped"), bool)
-                and isinstance(data.get("reason"), (str, type(None))))
+        return (
+            isinstance(data, dict)
+            and isinstance(data.get("text"), str)
+            and isinstance(data.get("stats"), dict)
+            and isinstance(data.get("fallback"), bool)
+            and isinstance(data.get("skipped"), bool)
+            and isinstance(data.get("reason"), (str, type(None)))
+        )
 
     def model_dump_json(self, *, indent: int | None = None) -> str:
         from pydantic_core import to_json
@@ -69,12 +85,19 @@ def server_url(value: str) -> str:
     url = url.removesuffix("/v1").rstrip("/")
     parts = urlsplit(url)
     try:
-        port_ok = parts.port != 0                  # urlsplit raises on a port that is not a number
+        port_ok = parts.port != 0  # urlsplit raises on a port that is not a number
     except ValueError:
         port_ok = False
-    if not port_ok or parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise InvalidInputError(f"--server / ${SERVER_ENV}: {value!r} is not a server URL such as "
-                                "http://127.0.0.1:8000")
+    if (
+        not port_ok
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+    ):
+        raise InvalidInputError(
+            f"--server / ${SERVER_ENV}: {value!r} is not a server URL such as http://127.0.0.1:8000"
+        )
     return url
 
 
@@ -95,7 +118,7 @@ def enhance_on_server(url: str, prompt: str, target: str, options: dict) -> Serv
             response = client.post("/v1/enhance", json=body, timeout=REQUEST_TIMEOUT)
         except httpx.ReadTimeout:
             raise BackendError(f"{url} sent no answer within {REQUEST_TIMEOUT.read:g} s") from None
-        except httpx.TransportError as exc:        # gone between /health and the request, or mid-answer
+        except httpx.TransportError as exc:  # gone between /health and the request, or mid-answer
             raise Unavailable(f"the request failed: {type(exc).__name__}") from None
     if response.status_code in NOT_NOW:
         raise Unavailable(f"it answered {response.status_code} ({_error(response)[1]})")
@@ -106,8 +129,10 @@ def enhance_on_server(url: str, prompt: str, target: str, options: dict) -> Serv
     except ValueError:
         data = None
     if not ServerResult.readable(data):
-        raise BackendError(f"{url} answered /v1/enhance with something that is not a promptx result "
-                           "(a different promptx version?)")
+        raise BackendError(
+            f"{url} answered /v1/enhance with something that is not a promptx result "
+            "(a different promptx version?)"
+        )
     return ServerResult(data)
 
 
@@ -165,5 +190,7 @@ def _typed_error(response: httpx.Response, url: str) -> PromptxError:
     if kind in _ERRORS:
         return _ERRORS[kind](message)
     if response.status_code in (401, 403):
-        return BackendError(f"{url} refused the request ({message}); set ${KEY_ENV} to the server's --api-key")
+        return BackendError(
+            f"{url} refused the request ({message}); set ${KEY_ENV} to the server's --api-key"
+        )
     return BackendError(f"{url} answered {response.status_code}: {message}")

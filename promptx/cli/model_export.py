@@ -26,9 +26,20 @@ import click
 from ..errors import InvalidInputError, ModelError
 
 #: copied as they are when present (weights: every *.safetensors, see below)
-COPIED_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json", "tokenizer.json",
-                "tokenizer.model", "special_tokens_map.json", "vocab.json", "merges.txt", "added_tokens.json",
-                "chat_template.jinja", "chat_template.json", "adapter.json")
+COPIED_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors.index.json",
+    "tokenizer.json",
+    "tokenizer.model",
+    "special_tokens_map.json",
+    "vocab.json",
+    "merges.txt",
+    "added_tokens.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "adapter.json",
+)
 _V5_ONLY_KEYS = ("backend", "is_local", "local_files_only")
 
 
@@ -55,7 +66,9 @@ def export_model_dir(source: Path, out: Path) -> list[str]:
     source, out = Path(source), Path(out)
     weights = sorted(p.name for p in source.glob("*.safetensors"))
     if not (source / "config.json").is_file() or not weights:
-        raise ModelError(f"{source} is not a prepared model directory (config.json and *.safetensors)")
+        raise ModelError(
+            f"{source} is not a prepared model directory (config.json and *.safetensors)"
+        )
     if out.resolve() == source.resolve():
         raise InvalidInputError(f"--out {out} is the model's own directory: choose another one")
     out.mkdir(parents=True, exist_ok=True)
@@ -65,16 +78,22 @@ def export_model_dir(source: Path, out: Path) -> list[str]:
         written.append(name)
     tokenizer = _tokenizer_config(source)
     if tokenizer is not None:
-        (out / "tokenizer_config.json").write_text(json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n",
-                                                   encoding="utf-8")
+        (out / "tokenizer_config.json").write_text(
+            json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         written.append("tokenizer_config.json")
     return sorted(written)
 
 
 @click.command("export")
 @click.option("--model", help="Model name, directory or .gguf file (default: the embedded model).")
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Directory to write the Hugging Face files into.")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory to write the Hugging Face files into.",
+)
 @click.option("--quiet", is_flag=True)
 def models_export(model, out_dir, quiet) -> None:
     """Write a model (default: the embedded one, prepared) as a Hugging Face directory for other engines."""
@@ -84,5 +103,8 @@ def models_export(model, out_dir, quiet) -> None:
     written = export_model_dir(prepare(source, quiet=quiet), out_dir)
     click.echo(f"wrote {out_dir.resolve()} ({source.name}): {', '.join(written)}")
     if not quiet:
-        click.echo(f"serve it: vllm serve {out_dir.resolve()}; with a drafter: "
-                   f"promptx draft export DRAFTER --out DRAFT_DIR --target-dir {out_dir.resolve()}", err=True)
+        click.echo(
+            f"serve it: vllm serve {out_dir.resolve()}; with a drafter: "
+            f"promptx draft export DRAFTER --out DRAFT_DIR --target-dir {out_dir.resolve()}",
+            err=True,
+        )

@@ -26,7 +26,9 @@ def per_call_option(name: str, **overrides: Any) -> Callable:
     a path)."""
     settings = {**flag_settings(name), **overrides}
     if "type" not in settings and not settings.get("is_flag") and value_type(name) is not str:
-        raise TypeError(f"{flag_name(name)}: {name} has no click type of its own; give the flag one (type=...)")
+        raise TypeError(
+            f"{flag_name(name)}: {name} has no click type of its own; give the flag one (type=...)"
+        )
     return click.option(flag_name(name), name, **settings)
 
 

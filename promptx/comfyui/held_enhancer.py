@@ -24,10 +24,12 @@ DTYPES = ("auto", "float32", "bfloat16", "float16", "int4", "mixed", "int8")
 class EnhancerSettings:
     """What the loader node chose; the key of the held Enhancer."""
 
-    backend: str = "embedded"      # "embedded" or "openai" (an OpenAI-compatible server)
-    base_url: str | None = None    # openai: the server, e.g. http://127.0.0.1:8000/v1
-    model: str | None = None       # embedded: a model name or directory (None: the default); openai: its name
-    dtype: str | None = None       # embedded: the precision (None: auto)
+    backend: str = "embedded"  # "embedded" or "openai" (an OpenAI-compatible server)
+    base_url: str | None = None  # openai: the server, e.g. http://127.0.0.1:8000/v1
+    model: str | None = (
+        None  # embedded: a model name or directory (None: the default); openai: its name
+    )
+    dtype: str | None = None  # embedded: the precision (None: auto)
 
     def build(self) -> Enhancer:
         if self.backend == "openai":
@@ -40,7 +42,7 @@ class HeldEnhancer:
 
     def __init__(self, settings: EnhancerSettings, keep_loaded: bool = True) -> None:
         self.settings, self.keep_loaded = settings, keep_loaded
-        self._enhancer: Enhancer | None = settings.build()     # checks the settings now
+        self._enhancer: Enhancer | None = settings.build()  # checks the settings now
 
     @property
     def enhancer(self) -> Enhancer:
@@ -76,7 +78,9 @@ _HELD: dict[EnhancerSettings, HeldEnhancer] = {}
 _LOCK = threading.Lock()
 
 
-def held_enhancer(settings: EnhancerSettings = EnhancerSettings(), keep_loaded: bool | None = None) -> HeldEnhancer:
+def held_enhancer(
+    settings: EnhancerSettings = EnhancerSettings(), keep_loaded: bool | None = None
+) -> HeldEnhancer:
     """The held Enhancer for ``settings`` (built on first use); ``keep_loaded`` None leaves its setting."""
     with _LOCK:
         held = _HELD.get(settings)

@@ -32,8 +32,10 @@ class EnhancePrompt:
     FUNCTION = "enhance"
     RETURN_TYPES = ("STRING", "STRING", "STRING")
     RETURN_NAMES = ("enhanced", "negative", "report")
-    DESCRIPTION = ("Turns a short prompt into a detailed one written for the target generator. light: your "
-                   "words plus vetted phrases (no model); medium: phrases ranked by the model; full: free prose.")
+    DESCRIPTION = (
+        "Turns a short prompt into a detailed one written for the target generator. light: your "
+        "words plus vetted phrases (no model); medium: phrases ranked by the model; full: free prose."
+    )
 
     @classmethod
     def INPUT_TYPES(cls):
@@ -41,24 +43,44 @@ class EnhancePrompt:
         return {
             "required": {
                 "prompt": ("STRING", {"multiline": True, "default": ""}),
-                "target": (targets, {"default": DEFAULT_TARGET if DEFAULT_TARGET in targets else targets[0]}),
+                "target": (
+                    targets,
+                    {"default": DEFAULT_TARGET if DEFAULT_TARGET in targets else targets[0]},
+                ),
                 "strength": (list(STRENGTHS), {"default": "light"}),
                 "seed": ("INT", {"default": 0, "min": 0, "max": MAX_SEED}),
             },
             "optional": {
                 "enhancer": (ENHANCER_TYPE,),
                 "image": ("IMAGE",),
-                "caption": ("STRING", {"default": "", "tooltip": "what the image shows (i2v / i2i targets)"}),
+                "caption": (
+                    "STRING",
+                    {"default": "", "tooltip": "what the image shows (i2v / i2i targets)"},
+                ),
             },
         }
 
-    def enhance(self, prompt: str, target: str, strength: str, seed: int, enhancer: HeldEnhancer | None = None,
-                image=None, caption: str = "") -> tuple[str, str, str]:
+    def enhance(
+        self,
+        prompt: str,
+        target: str,
+        strength: str,
+        seed: int,
+        enhancer: HeldEnhancer | None = None,
+        image=None,
+        caption: str = "",
+    ) -> tuple[str, str, str]:
         with as_user_message():
             held = enhancer if enhancer is not None else held_enhancer()
             wants_image = held.enhancer.profile(target).wants_image
             options = {"image": first_frame(image)} if image is not None and wants_image else {}
-            result = held.enhance(prompt, target, strength=strength, seed=seed,
-                                  caption=(caption or "").strip() or None, **options)
+            result = held.enhance(
+                prompt,
+                target,
+                strength=strength,
+                seed=seed,
+                caption=(caption or "").strip() or None,
+                **options,
+            )
         unused = image is not None and not wants_image
         return result.text, result.negative_prompt, report(result, seed, image_unused=unused)

@@ -13,14 +13,21 @@ def report(result: EnhancedPrompt, seed: int, *, image_unused: bool = False) -> 
         lines += [f"  {part}: {text}" for part, text in result.added.items()]
     elif result.strength == "full" and not (result.fallback or result.skipped):
         lines.append("added: free prose by the model")
-    outcome = ("fallback: the original prompt is returned" if result.fallback
-               else "skipped: the prompt is returned unchanged" if result.skipped else "enhanced")
+    outcome = (
+        "fallback: the original prompt is returned"
+        if result.fallback
+        else "skipped: the prompt is returned unchanged"
+        if result.skipped
+        else "enhanced"
+    )
     lines.append(f"outcome: {outcome}")
     if result.reason:
         lines.append(f"reason: {result.reason}")
     if result.assessment is not None:
         findings = "; ".join(result.assessment.reasons())
-        lines.append(f"assessment: {result.assessment.verdict}" + (f" ({findings})" if findings else ""))
+        lines.append(
+            f"assessment: {result.assessment.verdict}" + (f" ({findings})" if findings else "")
+        )
     if image_unused:
         lines.append(f"image: not used ({result.target} takes no input image)")
     return "\n".join(lines)

@@ -30,7 +30,7 @@ Scorer = Callable[[str, Sequence[tuple[str, str]]], Sequence[float]]
 class Choice:
     part: str
     phrase: str
-    mention: Mention | None = None     # the subject an appearance or setting phrase describes
+    mention: Mention | None = None  # the subject an appearance or setting phrase describes
 
 
 def part_contexts(part: str, cues: Cues, mentions: list[Mention]) -> list[str]:
@@ -60,18 +60,36 @@ def _shot(cues, kind, mentions):
     things = [m for m in mentions if m.subject.kind != "place"]
     if len(things) > 1:
         return ["any"]
-    if kind in ("object", "plant", "vehicle", "food") and (len(things) < len(mentions)
-                                                            or cues.scene not in ("any", "indoor")):
-        return ["landscape", "any"]       # "a small house on a mountain top"
-    return _with_any({"person": "person", "animal": "animal", "place": "landscape", "food": "object",
-                      "object": "object", "plant": "object"}.get(kind, "any"))
+    if kind in ("object", "plant", "vehicle", "food") and (
+        len(things) < len(mentions) or cues.scene not in ("any", "indoor")
+    ):
+        return ["landscape", "any"]  # "a small house on a mountain top"
+    return _with_any(
+        {
+            "person": "person",
+            "animal": "animal",
+            "place": "landscape",
+            "food": "object",
+            "object": "object",
+            "plant": "object",
+        }.get(kind, "any")
+    )
 
 
 def _motion(cues, kind, mentions):
     if cues.still or not cues.moving and kind in (None, "object", "food"):
         return []
-    return _with_any({"person": "person", "animal": "animal", "vehicle": "vehicle", "plant": "nature",
-                      "place": "nature", "object": "object", "food": "object"}.get(kind, "any"))
+    return _with_any(
+        {
+            "person": "person",
+            "animal": "animal",
+            "vehicle": "vehicle",
+            "plant": "nature",
+            "place": "nature",
+            "object": "object",
+            "food": "object",
+        }.get(kind, "any")
+    )
 
 
 def _style(cues, kind, mentions):
@@ -86,23 +104,39 @@ def _style(cues, kind, mentions):
 
 def _composition(cues, kind, mentions):
     contexts = ["photo"] if (cues.medium or "photo") in ("photo", "bw") else []
-    contexts += {"person": ["person"], "place": ["landscape"], "object": ["object"], "food": ["object"],
-                 "plant": ["object"]}.get(kind, [])
+    contexts += {
+        "person": ["person"],
+        "place": ["landscape"],
+        "object": ["object"],
+        "food": ["object"],
+        "plant": ["object"],
+    }.get(kind, [])
     return contexts + ["any"]
 
 
 def _background(cues, kind, mentions):
     """Only for a prompt about known things that names no place at all."""
     things = {m.subject.kind for m in mentions if m.subject.kind != "place"}
-    if cues.scene != "any" or cues.names_place or not things or len(things) < len(
-            {m.subject.kind for m in mentions}):
+    if (
+        cues.scene != "any"
+        or cues.names_place
+        or not things
+        or len(things) < len({m.subject.kind for m in mentions})
+    ):
         return []
     return _with_any(things.pop() if len(things) == 1 else "any")
 
 
 def _ambient(cues, kind, mentions):
-    scene = {"underwater": "water", "night": "night", "indoor": "indoor", "outdoor": "outdoor",
-             "dawn_dusk": "outdoor", "rain": "outdoor", "snow": "outdoor"}.get(cues.scene, "any")
+    scene = {
+        "underwater": "water",
+        "night": "night",
+        "indoor": "indoor",
+        "outdoor": "outdoor",
+        "dawn_dusk": "outdoor",
+        "rain": "outdoor",
+        "snow": "outdoor",
+    }.get(cues.scene, "any")
     return _with_any(scene)
 
 
@@ -115,9 +149,17 @@ def _with_any(context: str) -> list[str]:
     return ["any"] if context == "any" else [context, "any"]
 
 
-_RULES = {"light": _light, "camera": _camera, "shot": _shot, "motion": _motion, "style": _style,
-          "composition": _composition, "background": _background, "ambient": _ambient,
-          "quality_tags": _quality_tags}
+_RULES = {
+    "light": _light,
+    "camera": _camera,
+    "shot": _shot,
+    "motion": _motion,
+    "style": _style,
+    "composition": _composition,
+    "background": _background,
+    "ambient": _ambient,
+    "quality_tags": _quality_tags,
+}
 
 
 def _main_kind(mentions: list[Mention]) -> str | None:
@@ -138,7 +180,9 @@ def _words_of(phrase: str) -> set[str]:
     return set(re.findall(r"[a-z][a-z'-]*", phrase.lower()))
 
 
-def fitting(phrases: list[str], cues: Cues, *, subject: bool = False, extra_materials=()) -> list[str]:
+def fitting(
+    phrases: list[str], cues: Cues, *, subject: bool = False, extra_materials=()
+) -> list[str]:
     """Phrases that cannot contradict the prompt's colours (or black and white) and materials."""
     out = phrases
     if cues.names_colour or cues.monochrome:
@@ -153,7 +197,7 @@ class Slot:
     """A part to say and the phrases drawn for it (one gets said)."""
 
     part: str
-    frame: str                   # the words the phrase follows when said ("The camera")
+    frame: str  # the words the phrase follows when said ("The camera")
     drawn: tuple[str, ...]
     mention: Mention | None = None
 
@@ -162,14 +206,28 @@ class Chooser:
     """Draws candidates for each part of one prompt (``rng`` seeded by the caller's seed), then
     picks one per part: the scorer's best, in one call for every part, else the first drawn."""
 
-    def __init__(self, book: PhraseBook, prompt: str, cues: Cues, seed: int,
-                 scorer: Scorer | None = None, avoid: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        book: PhraseBook,
+        prompt: str,
+        cues: Cues,
+        seed: int,
+        scorer: Scorer | None = None,
+        avoid: frozenset[str] = frozenset(),
+    ) -> None:
         self.book, self.prompt, self.cues, self.scorer = book, prompt, cues, scorer
-        self.avoid = frozenset(_base(w) for w in avoid)      # words no phrase may have
+        self.avoid = frozenset(_base(w) for w in avoid)  # words no phrase may have
         self.rng = random.Random(seed)
 
-    def part(self, part: str, mentions: list[Mention], frame: str, *, banned: frozenset[str] = frozenset(),
-             contexts: list[str] | None = None) -> Slot | None:
+    def part(
+        self,
+        part: str,
+        mentions: list[Mention],
+        frame: str,
+        *,
+        banned: frozenset[str] = frozenset(),
+        contexts: list[str] | None = None,
+    ) -> Slot | None:
         """A slot of ``part``: phrases of its most specific context where enough of them fit,
         else of all its contexts (``contexts``: these instead of the prompt's); none with a
         ``banned`` word."""
@@ -191,10 +249,17 @@ class Chooser:
 
     def subject(self, part: str, mention: Mention, frame: str) -> Slot | None:
         phrases = [p for p in mention.subject.phrases if not (mention.plural and counts_one(p))]
-        phrases = fitting(phrases, self.cues, subject=True, extra_materials=self.book.cues["words"]["extra_materials"])
+        phrases = fitting(
+            phrases,
+            self.cues,
+            subject=True,
+            extra_materials=self.book.cues["words"]["extra_materials"],
+        )
         return self._slot(part, frame, phrases, mention)
 
-    def _slot(self, part: str, frame: str, phrases: list[str], mention: Mention | None = None) -> Slot | None:
+    def _slot(
+        self, part: str, frame: str, phrases: list[str], mention: Mention | None = None
+    ) -> Slot | None:
         if self.avoid:
             phrases = [p for p in phrases if not self.avoid & {_base(w) for w in _words_of(p)}]
         if not phrases:
@@ -209,7 +274,7 @@ class Chooser:
         pairs = [(s.frame, phrase) for s in slots for phrase in s.drawn]
         scores, choices, at = list(self.scorer(self.prompt, pairs)), [], 0
         for slot in slots:
-            mine = scores[at: at + len(slot.drawn)]
+            mine = scores[at : at + len(slot.drawn)]
             choices.append(Choice(slot.part, slot.drawn[mine.index(max(mine))], slot.mention))
             at += len(slot.drawn)
         return choices

@@ -26,13 +26,21 @@ KEEP_SAID = 2
 @dataclass(frozen=True)
 class Composition:
     text: str
-    added: dict[str, str] = field(default_factory=dict)   # part -> the words it added
+    added: dict[str, str] = field(default_factory=dict)  # part -> the words it added
 
 
-def compose(prompt: str, profile: Profile, *, seed: int = 0, scorer: Scorer | None = None,
-            book: PhraseBook | None = None, fits: Callable[[str], bool] | None = None,
-            without: frozenset[str] = frozenset(), avoid: frozenset[str] = frozenset(),
-            style: str | None = None) -> Composition:
+def compose(
+    prompt: str,
+    profile: Profile,
+    *,
+    seed: int = 0,
+    scorer: Scorer | None = None,
+    book: PhraseBook | None = None,
+    fits: Callable[[str], bool] | None = None,
+    without: frozenset[str] = frozenset(),
+    avoid: frozenset[str] = frozenset(),
+    style: str | None = None,
+) -> Composition:
     """The structured enhancement of ``prompt`` for ``profile``; ``scorer`` ranks the drawn
     phrases (the model's likelihood), ``fits`` says whether a text is within the target's
     encoder budget (the word budget is the profile's); ``without``: parts not to say; ``avoid``:
@@ -54,35 +62,62 @@ def compose(prompt: str, profile: Profile, *, seed: int = 0, scorer: Scorer | No
 def _slots(profile: Profile, chooser: Chooser, mentions: list[Mention]) -> list[tuple[str, object]]:
     """(part, Slot or list of keep phrases) in the layout's order; the prompt's own part has none."""
     action = None if chooser.cues.still else find_action(chooser.prompt, chooser.book)
-    if action is not None and action.name not in chooser.book.cues["words"]["any_doer_actions"] and not any(
-            m.subject.kind in ("person", "animal") for m in mentions):
-        action = None                      # "a wave washes over the sand": nobody is washing
-    return [(part, slot) for part in profile.compose.parts
-            for slot in _part_slots(part, profile, chooser, mentions, action)]
+    if (
+        action is not None
+        and action.name not in chooser.book.cues["words"]["any_doer_actions"]
+        and not any(m.subject.kind in ("person", "animal") for m in mentions)
+    ):
+        action = None  # "a wave washes over the sand": nobody is washing
+    return [
+        (part, slot)
+        for part in profile.compose.parts
+        for slot in _part_slots(part, profile, chooser, mentions, action)
+    ]
 
 
-def _part_slots(part: str, profile: Profile, chooser: Chooser, mentions: list[Mention], action) -> list:
+def _part_slots(
+    part: str, profile: Profile, chooser: Chooser, mentions: list[Mention], action
+) -> list:
     """The slots of one part: one per described subject for appearance and setting, none for the
     prompt itself or for a generic motion line where the action's own phrase says how it moves."""
-    if part == "prompt" or part == "motion" and action is not None and "action" in profile.compose.parts:
+    if (
+        part == "prompt"
+        or part == "motion"
+        and action is not None
+        and "action" in profile.compose.parts
+    ):
         return []
     if part == "keep":
         return [_kept(chooser)]
     if part in ("appearance", "setting"):
         things = [m for m in mentions if m.subject.kind != "place"][:MAX_SUBJECTS]
         places = [m for m in mentions if m.subject.kind == "place"][:1]
-        slots = [chooser.subject(part, m, layout.frame(part, m)) for m in (things if part == "appearance" else places)]
+        slots = [
+            chooser.subject(part, m, layout.frame(part, m))
+            for m in (things if part == "appearance" else places)
+        ]
     elif part == "action":
         slots = [_action_slot(profile, chooser, action)]
     else:
         # an image comes alive with small camera moves only
-        contexts = _image_to_video_contexts(part, chooser, mentions) if profile.task == "i2v" else None
-        slots = [chooser.part(part, mentions, layout.frame(part), banned=_banned(part, profile, chooser, mentions),
-                              contexts=contexts)]
+        contexts = (
+            _image_to_video_contexts(part, chooser, mentions) if profile.task == "i2v" else None
+        )
+        slots = [
+            chooser.part(
+                part,
+                mentions,
+                layout.frame(part),
+                banned=_banned(part, profile, chooser, mentions),
+                contexts=contexts,
+            )
+        ]
     return [s for s in slots if s]
 
 
-def _image_to_video_contexts(part: str, chooser: Chooser, mentions: list[Mention]) -> list[str] | None:
+def _image_to_video_contexts(
+    part: str, chooser: Chooser, mentions: list[Mention]
+) -> list[str] | None:
     """An image comes alive: small camera moves only, and motion whether or not the prompt
     names an action ("the friends chat and laugh")."""
     if part == "camera":
@@ -92,7 +127,9 @@ def _image_to_video_contexts(part: str, chooser: Chooser, mentions: list[Mention
     return None
 
 
-def _banned(part: str, profile: Profile, chooser: Chooser, mentions: list[Mention]) -> frozenset[str]:
+def _banned(
+    part: str, profile: Profile, chooser: Chooser, mentions: list[Mention]
+) -> frozenset[str]:
     """Words the phrase of ``part`` must not have for this target and prompt (cues.toml)."""
     words, banned = chooser.book.cues["words"], set()
     if part == "style" and profile.task == "t2v":
@@ -136,8 +173,10 @@ def _kept(chooser: Chooser) -> list[str]:
     aspects = chooser.rng.sample(free, min(KEEP_SAID, len(free)))
     if cues.about_person and "identity" not in cues.edit_touches:
         aspects = ["identity"] + aspects[: KEEP_SAID - 1]
-    phrases = [chooser.rng.choice(fitting(list(contexts[a]), chooser.cues) or list(contexts[a]))
-               for a in sorted(aspects, key=KEEP_ASPECTS.index)]
+    phrases = [
+        chooser.rng.choice(fitting(list(contexts[a]), chooser.cues) or list(contexts[a]))
+        for a in sorted(aspects, key=KEEP_ASPECTS.index)
+    ]
     return phrases + [chooser.rng.choice(list(contexts["any"]))]
 
 
@@ -147,8 +186,12 @@ def _by_part(slots, choices: list[Choice]) -> list[tuple[str, object]]:
     return [(part, next(picked) if isinstance(s, Slot) else s) for part, s in slots]
 
 
-def _fitted(prompt: str, profile: Profile, chosen: list[tuple[str, object]],
-            fits: Callable[[str], bool] | None) -> Composition:
+def _fitted(
+    prompt: str,
+    profile: Profile,
+    chosen: list[tuple[str, object]],
+    fits: Callable[[str], bool] | None,
+) -> Composition:
     """The text, with the least important parts dropped until it fits the budget."""
     budget = profile.length.max_words
     rank = {p: i for i, p in enumerate(layout.DROP_ORDER)}
@@ -157,13 +200,17 @@ def _fitted(prompt: str, profile: Profile, chosen: list[tuple[str, object]],
         if not chosen or count_words(text) <= budget and (fits is None or fits(text)):
             return Composition(text, added)
         worst = min(range(len(chosen)), key=lambda i: (rank.get(chosen[i][0], 99), -i))
-        chosen = chosen[:worst] + chosen[worst + 1:]
+        chosen = chosen[:worst] + chosen[worst + 1 :]
 
 
-def _written(prompt: str, profile: Profile, chosen: list[tuple[str, object]]) -> tuple[str, dict[str, str]]:
+def _written(
+    prompt: str, profile: Profile, chosen: list[tuple[str, object]]
+) -> tuple[str, dict[str, str]]:
     """The text of the chosen parts in the layout's order, and what each part added."""
     order = {part: i for i, part in enumerate(profile.compose.parts)}
-    said = sorted(chosen, key=lambda item: order[item[0]])       # stable: a part's subjects keep their order
+    said = sorted(
+        chosen, key=lambda item: order[item[0]]
+    )  # stable: a part's subjects keep their order
     added: dict[str, str] = {}
     if profile.format == "tags":
         for name, item in said:
@@ -175,5 +222,7 @@ def _written(prompt: str, profile: Profile, chosen: list[tuple[str, object]]) ->
         sentences.append(sentence)
         added[name] = " ".join(filter(None, [added.get(name), sentence]))
     opening = layout.prompt_sentence(prompt)
-    at = sum(order[name] < order["prompt"] for name, _ in said)       # parts said before the user's words
+    at = sum(
+        order[name] < order["prompt"] for name, _ in said
+    )  # parts said before the user's words
     return " ".join(filter(None, sentences[:at] + [opening] + sentences[at:])), added

@@ -19,10 +19,10 @@ from ..quality.words import color_of
 
 @dataclass(frozen=True)
 class Cues:
-    scene: str                    # a light/ambient context: "underwater", ..., "outdoor" or "any"
-    medium: str | None            # a style family the prompt names (None: none named)
-    narrow_medium: str | None     # a narrower style context ("watercolor", ...)
-    other_style: bool             # the prompt names a style no family covers
+    scene: str  # a light/ambient context: "underwater", ..., "outdoor" or "any"
+    medium: str | None  # a style family the prompt names (None: none named)
+    narrow_medium: str | None  # a narrower style context ("watercolor", ...)
+    other_style: bool  # the prompt names a style no family covers
     says_light: bool
     says_camera: bool
     says_shot: bool
@@ -30,11 +30,11 @@ class Cues:
     names_colour: bool
     names_material: bool
     moving: bool
-    still: bool                   # the prompt asks for stillness ("in a still frame")
+    still: bool  # the prompt asks for stillness ("in a still frame")
     group: bool
     edit_touches: frozenset[str]  # keep-contexts an edit instruction touches
-    about_person: bool            # an edit that speaks of a person ("her outfit")
-    names_place: bool             # a place in words the phrase book does not know ("at a scenic course")
+    about_person: bool  # an edit that speaks of a person ("her outfit")
+    names_place: bool  # a place in words the phrase book does not know ("at a scenic course")
 
 
 def read_cues(prompt: str, cue_lists: dict, things: frozenset[str] = frozenset()) -> Cues:
@@ -45,19 +45,26 @@ def read_cues(prompt: str, cue_lists: dict, things: frozenset[str] = frozenset()
     medium = cue_lists["medium"]
     family = next((f for f in medium["medium_order"] if says_any(text, medium[f])), None)
     narrow = next((n for n, cues in medium["narrow"].items() if says_any(text, cues)), None)
-    scene = next((s for s in cue_lists["scene_order"] if says_any(text, cue_lists["scene"][s])), "any")
+    scene = next(
+        (s for s in cue_lists["scene_order"] if says_any(text, cue_lists["scene"][s])), "any"
+    )
     if scene == "indoor" and says_any(text, words["open_air"]):
-        scene = "outdoor"                  # "outside the shop"
+        scene = "outdoor"  # "outside the shop"
     edit = cue_lists["edit"]
     colour = has_colour(prompt)
     return Cues(
         scene=scene,
-        medium=family, narrow_medium=narrow,
+        medium=family,
+        narrow_medium=narrow,
         other_style=family is None and says_any(text, medium["other"]["words"]),
-        says_light=says_any(text, words["light"]), says_camera=says_any(text, words["camera"]),
-        says_shot=says_any(text, words["shot"]), monochrome=says_any(text, words["monochrome"]),
-        names_colour=colour, names_material=has_material(prompt, words["extra_materials"]),
-        moving=says_any(text, words["moving"]) or _has_ing_verb(text), still=says_any(text, words["still"]),
+        says_light=says_any(text, words["light"]),
+        says_camera=says_any(text, words["camera"]),
+        says_shot=says_any(text, words["shot"]),
+        monochrome=says_any(text, words["monochrome"]),
+        names_colour=colour,
+        names_material=has_material(prompt, words["extra_materials"]),
+        moving=says_any(text, words["moving"]) or _has_ing_verb(text),
+        still=says_any(text, words["still"]),
         group=says_any(text, words["group"]),
         edit_touches=_edit_touches(text, edit, colour),
         about_person=says_any(text, edit["person"]),
@@ -68,13 +75,15 @@ def read_cues(prompt: str, cue_lists: dict, things: frozenset[str] = frozenset()
 def _edit_touches(text: str, edit: dict, names_colour: bool) -> frozenset[str]:
     """The keep-contexts an edit touches; a change of light or a colour changes the colours too,
     and a change of style ("into an oil painting") every surface, the background included."""
-    touched = {k for k, cues in edit.items() if k not in ("person", "transform") and says_any(text, cues)}
+    touched = {
+        k for k, cues in edit.items() if k not in ("person", "transform") and says_any(text, cues)
+    }
     if "lighting" in touched or names_colour:
         touched.add("colours")
     if "style" in touched:
         touched |= {"background", "lighting", "colours"}
     if says_any(text, edit["transform"]):
-        touched |= {"lighting", "colours"}    # a campfire turned into a lantern changes the light too
+        touched |= {"lighting", "colours"}  # a campfire turned into a lantern changes the light too
     return frozenset(touched)
 
 
@@ -95,7 +104,9 @@ def _says(text: str, cue: str) -> bool:
     return " " not in cue and (f" {cue}s " in text or f" {cue}es " in text)
 
 
-_DETERMINERS = frozenset("a an the this that these those its their his her my our your some every each".split())
+_DETERMINERS = frozenset(
+    "a an the this that these those its their his her my our your some every each".split()
+)
 
 
 def _names_place(words: list[str], lists: dict, things: frozenset[str]) -> bool:
@@ -106,8 +117,10 @@ def _names_place(words: list[str], lists: dict, things: frozenset[str]) -> bool:
     for i, word in enumerate(words):
         if word not in prepositions:
             continue
-        for following in words[i + 1: i + 4]:
-            if following in _DETERMINERS or (lex.is_modifier_word(following) and following not in things):
+        for following in words[i + 1 : i + 4]:
+            if following in _DETERMINERS or (
+                lex.is_modifier_word(following) and following not in things
+            ):
                 continue
             if following in things or following in not_places or following in prepositions:
                 break
@@ -117,9 +130,11 @@ def _names_place(words: list[str], lists: dict, things: frozenset[str]) -> bool:
     return False
 
 
-_ING_STOP = frozenset("thing something nothing anything everything morning evening ceiling building "
-                      "clothing ring king spring string wing sibling pudding wedding painting drawing "
-                      "lighting setting stuffing icing frosting dumpling filling ending awning".split())
+_ING_STOP = frozenset(
+    "thing something nothing anything everything morning evening ceiling building "
+    "clothing ring king spring string wing sibling pudding wedding painting drawing "
+    "lighting setting stuffing icing frosting dumpling filling ending awning".split()
+)
 
 
 def _has_ing_verb(text: str) -> bool:

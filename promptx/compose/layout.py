@@ -12,12 +12,35 @@ from .choose import Choice
 from .subjects import Mention
 
 # the words a standalone phrase is scored after (the model's likelihood of the phrase as this part)
-SCORE_LABELS = {"light": "Lighting:", "style": "Style:", "motion": "Motion:", "action": "Motion:", "shot": "Shot:",
-                "composition": "Composition:", "background": "Background:", "ambient": "Around it:",
-                "quality_tags": "Tags:", "camera": "The camera", "keep": "Keep"}
+SCORE_LABELS = {
+    "light": "Lighting:",
+    "style": "Style:",
+    "motion": "Motion:",
+    "action": "Motion:",
+    "shot": "Shot:",
+    "composition": "Composition:",
+    "background": "Background:",
+    "ambient": "Around it:",
+    "quality_tags": "Tags:",
+    "camera": "The camera",
+    "keep": "Keep",
+}
 # parts dropped first when the text is over the target's budget
-DROP_ORDER = ("composition", "quality_tags", "background", "ambient", "motion", "style", "keep", "shot",
-              "camera", "light", "action", "setting", "appearance")
+DROP_ORDER = (
+    "composition",
+    "quality_tags",
+    "background",
+    "ambient",
+    "motion",
+    "style",
+    "keep",
+    "shot",
+    "camera",
+    "light",
+    "action",
+    "setting",
+    "appearance",
+)
 
 
 def frame(part: str, mention: Mention | None = None) -> str:
@@ -35,7 +58,7 @@ def sentence(choice: Choice) -> str:
 
 
 def keep_sentence(phrases: list[str]) -> str:
-    """"Keep A, B and C." for an edit."""
+    """ "Keep A, B and C." for an edit."""
     listed = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
     return f"Keep {listed}."
 

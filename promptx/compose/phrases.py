@@ -20,12 +20,34 @@ from ..profiles.registry import builtin_template_dir
 
 # the contexts each part may use (templates/phrases/README.md)
 PART_CONTEXTS = {
-    "light": {"any", "outdoor", "indoor", "night", "dawn_dusk", "rain", "snow", "underwater", "space"},
+    "light": {
+        "any",
+        "outdoor",
+        "indoor",
+        "night",
+        "dawn_dusk",
+        "rain",
+        "snow",
+        "underwater",
+        "space",
+    },
     "camera": {"any", "moving", "still", "landscape"},
     "shot": {"any", "person", "animal", "object", "landscape", "group"},
     "motion": {"any", "person", "animal", "vehicle", "nature", "object"},
-    "style": {"photo", "painting", "drawing", "anime", "3d", "pixel", "bw",
-              "watercolor", "oil", "sketch", "cartoon", "claymation"},
+    "style": {
+        "photo",
+        "painting",
+        "drawing",
+        "anime",
+        "3d",
+        "pixel",
+        "bw",
+        "watercolor",
+        "oil",
+        "sketch",
+        "cartoon",
+        "claymation",
+    },
     "composition": {"any", "photo", "object", "landscape", "person"},
     "background": {"any", "person", "animal", "vehicle", "food", "object", "plant"},
     "ambient": {"any", "outdoor", "indoor", "water", "night"},
@@ -90,7 +112,7 @@ class PhraseBook:
     parts: dict[str, PartPhrases]
     subjects: dict[str, Subject]
     cues: dict = field(default_factory=dict)
-    actions: dict[str, Action] = field(default_factory=dict)     # by each of its forms
+    actions: dict[str, Action] = field(default_factory=dict)  # by each of its forms
 
     @cached_property
     def subject_forms(self) -> dict[str, tuple[Subject, bool]]:
@@ -99,15 +121,21 @@ class PhraseBook:
         for subject in self.subjects.values():
             # a noun that is plural already ("headphones", "scissors") takes "have"
             always_plural = subject.plural == subject.noun and subject.noun.endswith("s")
-            forms.setdefault(subject.plural, (subject, subject.plural != subject.noun or always_plural))
+            forms.setdefault(
+                subject.plural, (subject, subject.plural != subject.noun or always_plural)
+            )
             forms[subject.noun] = (subject, always_plural)
         return forms
 
     @cached_property
     def thing_words(self) -> frozenset[str]:
         """Every word of the known subjects that are not places (their nouns and plurals)."""
-        return frozenset(w for form, (subject, _) in self.subject_forms.items() if subject.kind != "place"
-                         for w in form.split())
+        return frozenset(
+            w
+            for form, (subject, _) in self.subject_forms.items()
+            if subject.kind != "place"
+            for w in form.split()
+        )
 
     def part(self, name: str) -> PartPhrases:
         return self.parts[name]
@@ -134,7 +162,9 @@ def _read_book(root: Path) -> PhraseBook:
     for path in sorted((root / "subjects").glob("*.toml")):
         for subject in load_subjects(path):
             if subject.noun in subjects:
-                raise PhraseSetError(f"{path.name}: subject {subject.noun!r} is also in another file")
+                raise PhraseSetError(
+                    f"{path.name}: subject {subject.noun!r} is also in another file"
+                )
             subjects[subject.noun] = subject
     cues = _read(root / "cues.toml")
     actions = load_actions(root / "actions.toml") if (root / "actions.toml").exists() else []
@@ -142,7 +172,9 @@ def _read_book(root: Path) -> PhraseBook:
     for action in actions:
         for form in action.forms:
             if form in by_form:
-                raise PhraseSetError(f"actions.toml: {form!r} names both {by_form[form].name!r} and {action.name!r}")
+                raise PhraseSetError(
+                    f"actions.toml: {form!r} names both {by_form[form].name!r} and {action.name!r}"
+                )
             by_form[form] = action
     return PhraseBook(parts, subjects, cues, by_form)
 
@@ -151,13 +183,17 @@ def load_part(path: Path) -> PartPhrases:
     data = _read(path)
     name = data.get("part")
     if name != path.stem or name not in PART_CONTEXTS:
-        raise PhraseSetError(f"{path.name}: part must be {path.stem!r} (one of {', '.join(sorted(PART_CONTEXTS))})")
+        raise PhraseSetError(
+            f"{path.name}: part must be {path.stem!r} (one of {', '.join(sorted(PART_CONTEXTS))})"
+        )
     contexts = data.get("contexts")
     if not isinstance(contexts, dict) or not contexts:
         raise PhraseSetError(f"{path.name}: needs a [contexts] table")
     unknown = set(contexts) - PART_CONTEXTS[name]
     if unknown:
-        raise PhraseSetError(f"{path.name}: unknown contexts {sorted(unknown)}; allowed: {sorted(PART_CONTEXTS[name])}")
+        raise PhraseSetError(
+            f"{path.name}: unknown contexts {sorted(unknown)}; allowed: {sorted(PART_CONTEXTS[name])}"
+        )
     seen: set[str] = set()
     for context, phrases in contexts.items():
         if not isinstance(phrases, list) or not phrases:
@@ -167,7 +203,9 @@ def load_part(path: Path) -> PartPhrases:
             if phrase.lower() in seen:
                 raise PhraseSetError(f"{path.name}: {phrase!r} is listed twice")
             seen.add(phrase.lower())
-    return PartPhrases(name, str(data.get("description", "")), {c: tuple(p) for c, p in contexts.items()})
+    return PartPhrases(
+        name, str(data.get("description", "")), {c: tuple(p) for c, p in contexts.items()}
+    )
 
 
 def load_subjects(path: Path) -> list[Subject]:
@@ -195,8 +233,13 @@ def load_actions(path: Path) -> list[Action]:
     for name, table in _read(path).items():
         where = f"{path.name} [{name}]"
         forms = table.get("forms") if isinstance(table, dict) else None
-        if not isinstance(forms, list) or not forms or not all(isinstance(f, str) and f == f.lower().strip()
-                                                                and " " not in f for f in forms):
+        if (
+            not isinstance(forms, list)
+            or not forms
+            or not all(
+                isinstance(f, str) and f == f.lower().strip() and " " not in f for f in forms
+            )
+        ):
             raise PhraseSetError(f"{where}: forms must be a list of lower-case single words")
         lists = {}
         for kind in ("video", "still"):
@@ -210,7 +253,9 @@ def load_actions(path: Path) -> list[Action]:
     return actions
 
 
-def check_phrase(where: str, phrase, bounds: tuple[int, int], *, leading_article: bool = True) -> None:
+def check_phrase(
+    where: str, phrase, bounds: tuple[int, int], *, leading_article: bool = True
+) -> None:
     """The rules every phrase keeps (templates/phrases/README.md)."""
     if not isinstance(phrase, str) or not phrase.strip():
         raise PhraseSetError(f"{where}: a phrase must be a non-empty string")

@@ -17,22 +17,26 @@ from ..quality.words import color_of
 from .phrases import PhraseBook, Subject
 
 MAX_WORDS = 3
-_COUNTS = frozenset("one two three four five six seven eight nine ten eleven twelve several many few some "
-                    "dozen dozens hundreds pair couple".split())
-_NOT_HEADS = frozenset("of and or with in on at by to from for into onto over under near behind beside "
-                       "while as is are was were the a an its their his her that which who whose then there "
-                       "here very so but nor yet all both each every no not just also up down out off through "
-                       "across along around about after before during between against toward towards inside "
-                       "outside beneath above below next has have had does do did can could will would may "
-                       "might must should being been be this these those my our your".split())
+_COUNTS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve several many few some "
+    "dozen dozens hundreds pair couple".split()
+)
+_NOT_HEADS = frozenset(
+    "of and or with in on at by to from for into onto over under near behind beside "
+    "while as is are was were the a an its their his her that which who whose then there "
+    "here very so but nor yet all both each every no not just also up down out off through "
+    "across along around about after before during between against toward towards inside "
+    "outside beneath above below next has have had does do did can could will would may "
+    "might must should being been be this these those my our your".split()
+)
 
 
 @dataclass(frozen=True)
 class Mention:
     subject: Subject
-    surface: str          # the words as the prompt has them ("zebras")
+    surface: str  # the words as the prompt has them ("zebras")
     plural: bool
-    index: int            # word position in the prompt
+    index: int  # word position in the prompt
 
 
 def find_subjects(prompt: str, book: PhraseBook) -> list[Mention]:
@@ -52,8 +56,13 @@ def find_subjects(prompt: str, book: PhraseBook) -> list[Mention]:
     return found
 
 
-def _in_clause(words: list[str], forms: dict, offset: int, describing: frozenset[str],
-               containers: frozenset[str]) -> list[Mention]:
+def _in_clause(
+    words: list[str],
+    forms: dict,
+    offset: int,
+    describing: frozenset[str],
+    containers: frozenset[str],
+) -> list[Mention]:
     found, i = [], 0
     while i < len(words):
         match = _longest(words, i, forms)
@@ -61,10 +70,16 @@ def _in_clause(words: list[str], forms: dict, offset: int, describing: frozenset
             i += 1
             continue
         length, subject, plural = match
-        quantity = i + length < len(words) and words[i + length] == "of" and subject.noun not in containers
-        if not (quantity or _modifies_next(words, i + length, forms) or _is_verb(words, i, length)
-                or _other_kind(words, i, forms, describing)):
-            found.append(Mention(subject, " ".join(words[i: i + length]), plural, offset + i))
+        quantity = (
+            i + length < len(words) and words[i + length] == "of" and subject.noun not in containers
+        )
+        if not (
+            quantity
+            or _modifies_next(words, i + length, forms)
+            or _is_verb(words, i, length)
+            or _other_kind(words, i, forms, describing)
+        ):
+            found.append(Mention(subject, " ".join(words[i : i + length]), plural, offset + i))
         i += length
     return found
 
@@ -87,13 +102,22 @@ def _other_kind(words: list[str], i: int, forms: dict, describing: frozenset[str
         return False
     before = words[i - 1]
     lex = lexicon()
-    if (before in _NOT_HEADS or before in _COUNTS or before in describing or lex.is_modifier_word(before)
-            or color_of(before, lex)):
-        return False                   # "an orange cat": a colour, not the fruit
+    if (
+        before in _NOT_HEADS
+        or before in _COUNTS
+        or before in describing
+        or lex.is_modifier_word(before)
+        or color_of(before, lex)
+    ):
+        return False  # "an orange cat": a colour, not the fruit
     if before in forms:
-        return True                    # two known nouns in a compound ("koala bear"): neither is sure
-    return (lex.noun_lemma(before) is not None and not lex.is_modifier_word(before) and not is_material(before)
-            and not before.endswith(("ing", "ed")))
+        return True  # two known nouns in a compound ("koala bear"): neither is sure
+    return (
+        lex.noun_lemma(before) is not None
+        and not lex.is_modifier_word(before)
+        and not is_material(before)
+        and not before.endswith(("ing", "ed"))
+    )
 
 
 def _is_verb(words: list[str], i: int, length: int) -> bool:
@@ -103,13 +127,15 @@ def _is_verb(words: list[str], i: int, length: int) -> bool:
         return False
     lex = lexicon()
     before, word = words[i - 1], words[i]
-    noun_before = before not in _NOT_HEADS and before not in _COUNTS and lex.noun_lemma(before) is not None
+    noun_before = (
+        before not in _NOT_HEADS and before not in _COUNTS and lex.noun_lemma(before) is not None
+    )
     return noun_before and word.endswith("s") and lex.verb_lemma(word) is not None
 
 
 def _longest(words: list[str], i: int, forms: dict) -> tuple[int, Subject, bool] | None:
     for length in range(min(MAX_WORDS, len(words) - i), 0, -1):
-        hit = forms.get(" ".join(words[i: i + length]))
+        hit = forms.get(" ".join(words[i : i + length]))
         if hit is not None:
             return length, hit[0], hit[1]
     return None
@@ -121,14 +147,23 @@ def _modifies_next(words: list[str], after: int, forms: dict) -> bool:
         return False
     following = words[after]
     lex = lexicon()
-    if following.endswith("s") and lex.verb_lemma(following) is not None and not following.endswith("ss"):
-        return False                   # "a cat watches": the verb, not a "cat watch"
+    if (
+        following.endswith("s")
+        and lex.verb_lemma(following) is not None
+        and not following.endswith("ss")
+    ):
+        return False  # "a cat watches": the verb, not a "cat watch"
     if following in _NOT_HEADS or following in forms:
         return following in forms
     if not lex.knows(following) and following.isalpha():
-        return True                    # "chicken pho": a dish the lexicon does not know, made of chicken
+        return True  # "chicken pho": a dish the lexicon does not know, made of chicken
     lemma = lex.noun_lemma(following)
-    return lemma is not None and lex.is_noun(lemma) and not lex.mostly_verb(lemma) and not following.endswith("ing")
+    return (
+        lemma is not None
+        and lex.is_noun(lemma)
+        and not lex.mostly_verb(lemma)
+        and not following.endswith("ing")
+    )
 
 
 def find_action(prompt: str, book: PhraseBook):
@@ -138,10 +173,14 @@ def find_action(prompt: str, book: PhraseBook):
         for i, word in enumerate(words):
             action = book.actions.get(word)
             if action is None or (i and words[i - 1] == "camera"):
-                continue                   # "the camera glides": the camera's move, not the subject's
+                continue  # "the camera glides": the camera's move, not the subject's
             following = words[i + 1] if i + 1 < len(words) else ""
-            if word.endswith("ing") and following not in _NOT_HEADS and lex.noun_lemma(following) is not None \
-                    and not lex.mostly_verb(lex.noun_lemma(following)):
-                continue                   # "a swimming pool", "rolling hills": a modifier
+            if (
+                word.endswith("ing")
+                and following not in _NOT_HEADS
+                and lex.noun_lemma(following) is not None
+                and not lex.mostly_verb(lex.noun_lemma(following))
+            ):
+                continue  # "a swimming pool", "rolling hills": a modifier
             return action
     return None

@@ -23,5 +23,12 @@ from .enhance import enhance_for
 from .targets import PIPELINE_TARGETS, target_for
 from .wrapper import EnhancedPipeline, enhance_pipeline
 
-__all__ = ["PIPELINE_TARGETS", "EnhancedPipeline", "PipelineEncoder", "enhance_for", "enhance_pipeline",
-           "pipeline_encoder", "target_for"]
+__all__ = [
+    "PIPELINE_TARGETS",
+    "EnhancedPipeline",
+    "PipelineEncoder",
+    "enhance_for",
+    "enhance_pipeline",
+    "pipeline_encoder",
+    "target_for",
+]

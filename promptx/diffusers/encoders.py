@@ -30,7 +30,7 @@ from promptx.text.encoder_count import EncoderCounter, TokenizerCounter, encoder
 __all__ = ["PipelineEncoder", "call_value", "pipeline_encoder"]
 
 _ATTRIBUTES = ("tokenizer", "tokenizer_2", "tokenizer_3", "tokenizer_4")
-_UNBOUNDED = 1_000_000          # transformers' "no limit" model_max_length is about 1e30
+_UNBOUNDED = 1_000_000  # transformers' "no limit" model_max_length is about 1e30
 _CACHE_SIZE = 8
 
 
@@ -69,10 +69,15 @@ def _text_tokenizer(component: Any) -> Any:
 
 def _describe(pipe: Any, attribute: str, component: Any) -> str:
     """Class names and model types that tell the tokenizer's family, lowercased."""
-    encoder = getattr(pipe, "text_encoder" + attribute[len("tokenizer"):], None)
+    encoder = getattr(pipe, "text_encoder" + attribute[len("tokenizer") :], None)
     config = getattr(encoder, "config", None)
-    words = [type(component).__name__, type(_text_tokenizer(component)).__name__, type(encoder).__name__,
-             str(getattr(config, "model_type", "")), " ".join(getattr(config, "architectures", None) or ())]
+    words = [
+        type(component).__name__,
+        type(_text_tokenizer(component)).__name__,
+        type(encoder).__name__,
+        str(getattr(config, "model_type", "")),
+        " ".join(getattr(config, "architectures", None) or ()),
+    ]
     return " ".join(words).lower()
 
 
@@ -108,13 +113,15 @@ def _counter(tokenizer: Any, attribute: str) -> EncoderCounter:
     source = backend if isinstance(backend, Tokenizer) else tokenizer
     counter = TokenizerCounter(source, f"pipeline:{attribute}")
     with _counters_lock:
-        _counters[key] = (tokenizer, counter)       # holding the tokenizer keeps its id unique
+        _counters[key] = (tokenizer, counter)  # holding the tokenizer keeps its id unique
         while len(_counters) > _CACHE_SIZE:
             _counters.popitem(last=False)
     return counter
 
 
-def _framing(pipe: Any, component: Any, counter: EncoderCounter, call) -> tuple[int | None, int] | None:
+def _framing(
+    pipe: Any, component: Any, counter: EncoderCounter, call
+) -> tuple[int | None, int] | None:
     """(a tighter limit or None, tokens of the limit the pipeline's prompt template takes), for
     pipelines that wrap the prompt in a template; None for the others."""
     template = call_value(pipe, "prompt_template", call)
@@ -125,14 +132,20 @@ def _framing(pipe: Any, component: Any, counter: EncoderCounter, call) -> tuple[
     if isinstance(template, str) and "{}" in template:
         # Qwen-Image: the start is dropped after encoding; the end counts, within tokenizer_max_length
         limit = getattr(pipe, "tokenizer_max_length", None)
-        return (limit if isinstance(limit, int) else None), counter.count(template.split("{}", 1)[-1])
+        return (limit if isinstance(limit, int) else None), counter.count(
+            template.split("{}", 1)[-1]
+        )
     system = getattr(pipe, "system_message", None)
     if isinstance(system, str):
         # FLUX.2: a chat with a system message, all within max_sequence_length
-        chat = [{"role": "system", "content": [{"type": "text", "text": system}]},
-                {"role": "user", "content": [{"type": "text", "text": ""}]}]
+        chat = [
+            {"role": "system", "content": [{"type": "text", "text": system}]},
+            {"role": "user", "content": [{"type": "text", "text": ""}]},
+        ]
         try:
-            rendered = component.apply_chat_template(chat, tokenize=False, add_generation_prompt=False)
+            rendered = component.apply_chat_template(
+                chat, tokenize=False, add_generation_prompt=False
+            )
         except Exception:  # noqa: BLE001 - no chat template: the system message at least
             rendered = system
         return None, counter.count(rendered if isinstance(rendered, str) else system)
@@ -141,13 +154,15 @@ def _framing(pipe: Any, component: Any, counter: EncoderCounter, call) -> tuple[
 
 def _limit(pipe: Any, tokenizer: Any, clip: bool, call) -> int | None:
     """The sequence length the pipeline tokenizes to (special tokens included)."""
-    if clip:                       # CLIP encoders are always cut at their 77 positions
+    if clip:  # CLIP encoders are always cut at their 77 positions
         return _model_max_length(tokenizer)
     length = call_value(pipe, "max_sequence_length", call)
     return length if isinstance(length, int) and length > 0 else _model_max_length(tokenizer)
 
 
-def pipeline_encoder(pipe: Any, encoder: str | None, call: Mapping[str, Any] | None = None) -> PipelineEncoder | None:
+def pipeline_encoder(
+    pipe: Any, encoder: str | None, call: Mapping[str, Any] | None = None
+) -> PipelineEncoder | None:
     """The tokenizer of ``pipe`` that counts the budget of a profile whose encoder is ``encoder``.
 
     ``call``: the keyword arguments the pipeline will be called with (``max_sequence_length``,
@@ -162,9 +177,13 @@ def pipeline_encoder(pipe: Any, encoder: str | None, call: Mapping[str, Any] | N
         return None
     described = {a: _describe(pipe, a, c) for a, c in found}
     limits = {a: _limit(pipe, _text_tokenizer(c), "clip" in described[a], call) for a, c in found}
-    chosen = next((a for word in encoder_family(encoder) for a, _ in found if word in described[a]), None)
-    if chosen is None:             # the tokenizer that keeps the longest text (None: no limit)
-        chosen = max(found, key=lambda item: float("inf") if limits[item[0]] is None else limits[item[0]])[0]
+    chosen = next(
+        (a for word in encoder_family(encoder) for a, _ in found if word in described[a]), None
+    )
+    if chosen is None:  # the tokenizer that keeps the longest text (None: no limit)
+        chosen = max(
+            found, key=lambda item: float("inf") if limits[item[0]] is None else limits[item[0]]
+        )[0]
     component = dict(found)[chosen]
     tokenizer = _text_tokenizer(component)
     counter = _counter(tokenizer, chosen)

@@ -33,7 +33,9 @@ ENHANCE_OPTIONS = frozenset(travelling(PIPELINE))
 BATCH_OPTIONS = frozenset({"batch_size", "progress"})
 #: options that make an Enhancer (``Enhancer(...)``) but the per-call ones (given per call here) and
 #: ``encoder_tokenizer`` (the pipeline's own tokenizer counts the budget)
-ENHANCER_OPTIONS = frozenset(inspect.signature(Enhancer).parameters) - ENHANCE_OPTIONS - {"encoder_tokenizer"}
+ENHANCER_OPTIONS = (
+    frozenset(inspect.signature(Enhancer).parameters) - ENHANCE_OPTIONS - {"encoder_tokenizer"}
+)
 
 
 def split_options(options: Mapping[str, Any], *, batch: bool = True) -> tuple[dict, dict, dict]:
@@ -42,7 +44,9 @@ def split_options(options: Mapping[str, Any], *, batch: bool = True) -> tuple[di
     known = ENHANCE_OPTIONS | ENHANCER_OPTIONS | (BATCH_OPTIONS if batch else frozenset())
     unknown = sorted(set(options) - known)
     if unknown:
-        raise InvalidInputError(f"unknown option {', '.join(unknown)}; valid options: {', '.join(sorted(known))}")
+        raise InvalidInputError(
+            f"unknown option {', '.join(unknown)}; valid options: {', '.join(sorted(known))}"
+        )
     pick = lambda names: {k: v for k, v in options.items() if k in names}  # noqa: E731
     return pick(ENHANCER_OPTIONS), pick(ENHANCE_OPTIONS), pick(BATCH_OPTIONS)
 
@@ -51,10 +55,13 @@ def resolve_enhancer(enhancer: Enhancer | None, init: Mapping[str, Any]) -> Enha
     """``enhancer``, else one made from ``init`` (kept for the same options), else the shared one."""
     if enhancer is not None:
         if not isinstance(enhancer, Enhancer):
-            raise InvalidInputError(f"enhancer must be a promptx.Enhancer, not {type(enhancer).__name__}")
+            raise InvalidInputError(
+                f"enhancer must be a promptx.Enhancer, not {type(enhancer).__name__}"
+            )
         if init:
-            raise InvalidInputError(f"pass either enhancer= or Enhancer options ({', '.join(sorted(init))}), "
-                                    f"not both")
+            raise InvalidInputError(
+                f"pass either enhancer= or Enhancer options ({', '.join(sorted(init))}), not both"
+            )
         return enhancer
     return shared_enhancer(**init)
 
@@ -73,8 +80,9 @@ def grounding_image(image: Any) -> Any:
     return None
 
 
-def budgeted_profile(enhancer: Enhancer, pipe: Any, target: str,
-                     call: Mapping[str, Any] | None = None) -> tuple[Profile, EncoderCounter | None]:
+def budgeted_profile(
+    enhancer: Enhancer, pipe: Any, target: str, call: Mapping[str, Any] | None = None
+) -> tuple[Profile, EncoderCounter | None]:
     """The profile of ``target`` with the encoder budget of ``pipe``, and the counter of that budget.
 
     The budget is the smaller of the profile's ``max_encoder_tokens`` and what the pipeline's
@@ -87,15 +95,18 @@ def budgeted_profile(enhancer: Enhancer, pipe: Any, target: str,
     if encoder is None:
         return profile, None
     length = profile.length
-    tighter = encoder.max_tokens is not None and (length.max_encoder_tokens is None
-                                                  or encoder.max_tokens < length.max_encoder_tokens)
+    tighter = encoder.max_tokens is not None and (
+        length.max_encoder_tokens is None or encoder.max_tokens < length.max_encoder_tokens
+    )
     if not tighter:
-        return profile, encoder.counter             # the profile's own budget holds
+        return profile, encoder.counter  # the profile's own budget holds
     update: dict[str, Any] = {"max_encoder_tokens": encoder.max_tokens}
     fit = words_that_fit(profile, encoder.counter, encoder.max_tokens)
     if fit is not None and fit < length.max_words:
         update["max_words"] = fit
-        update["min_words"] = max(1, min(length.min_words, round(length.min_words * fit / length.max_words)))
+        update["min_words"] = max(
+            1, min(length.min_words, round(length.min_words * fit / length.max_words))
+        )
     profile = profile.model_copy(update={"length": length.model_copy(update=update)})
     return profile, encoder.counter
 
@@ -111,10 +122,17 @@ def words_that_fit(profile: Profile, counter: EncoderCounter, tokens: int) -> in
     return max(1, int(tokens / per_word))
 
 
-def enhance_prompts(pipe: Any, prompts: list[str | None], *, enhancer: Enhancer, target: str | None = None,
-                    image: Any = None, call: Mapping[str, Any] | None = None,
-                    options: Mapping[str, Any] | None = None,
-                    batch: Mapping[str, Any] | None = None) -> list[EnhancedPrompt]:
+def enhance_prompts(
+    pipe: Any,
+    prompts: list[str | None],
+    *,
+    enhancer: Enhancer,
+    target: str | None = None,
+    image: Any = None,
+    call: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
+    batch: Mapping[str, Any] | None = None,
+) -> list[EnhancedPrompt]:
     """Each prompt enhanced for ``pipe``; several in one ``enhance_many`` (batched decode), except
     that a list of images, one per prompt, grounds each prompt in its own image (one by one)."""
     has_image = image is not None and not (isinstance(image, (list, tuple)) and not image)
@@ -122,19 +140,33 @@ def enhance_prompts(pipe: Any, prompts: list[str | None], *, enhancer: Enhancer,
     profile, counter = budgeted_profile(enhancer, pipe, name, call)
     options = dict(options or {})
     if profile.wants_image and isinstance(image, (list, tuple)) and len(image) == len(prompts) > 1:
-        return [enhancer.enhance(prompt, profile, encoder_counter=counter, image=grounding_image(each), **options)
-                for prompt, each in zip(prompts, image)]
+        return [
+            enhancer.enhance(
+                prompt, profile, encoder_counter=counter, image=grounding_image(each), **options
+            )
+            for prompt, each in zip(prompts, image)
+        ]
     if profile.wants_image:
         grounding = grounding_image(image)
         if grounding is not None:
             options["image"] = grounding
     if len(prompts) == 1:
         return [enhancer.enhance(prompts[0], profile, encoder_counter=counter, **options)]
-    return enhancer.enhance_many(prompts, profile, encoder_counter=counter, **options, **(batch or {}))
+    return enhancer.enhance_many(
+        prompts, profile, encoder_counter=counter, **options, **(batch or {})
+    )
 
 
-def enhance_for(pipe: Any, prompt: str | None, *, target: str | None = None, enhancer: Enhancer | None = None,
-                image: Any = None, max_sequence_length: int | None = None, **options) -> EnhancedPrompt:
+def enhance_for(
+    pipe: Any,
+    prompt: str | None,
+    *,
+    target: str | None = None,
+    enhancer: Enhancer | None = None,
+    image: Any = None,
+    max_sequence_length: int | None = None,
+    **options,
+) -> EnhancedPrompt:
     """Enhance ``prompt`` for the diffusers pipeline ``pipe``.
 
     ``target``: a profile name or alias; by default the one for the pipeline's class
@@ -149,10 +181,19 @@ def enhance_for(pipe: Any, prompt: str | None, *, target: str | None = None, enh
     ``result.stats.encoder_tokens`` the count of the pipeline's tokenizer
     (``stats.encoder_counter`` "pipeline:tokenizer_N").
     """
-    if getattr(type(pipe), "wraps_a_pipeline", False):     # promptx's EnhancedPipeline: the pipeline inside
+    if getattr(
+        type(pipe), "wraps_a_pipeline", False
+    ):  # promptx's EnhancedPipeline: the pipeline inside
         pipe = pipe.pipe
     init, enhance_options, _ = split_options(options, batch=False)
     chosen = resolve_enhancer(enhancer, init)
     call = {"max_sequence_length": max_sequence_length} if max_sequence_length is not None else None
-    return enhance_prompts(pipe, [prompt], enhancer=chosen, target=target, image=image, call=call,
-                           options=enhance_options)[0]
+    return enhance_prompts(
+        pipe,
+        [prompt],
+        enhancer=chosen,
+        target=target,
+        image=image,
+        call=call,
+        options=enhance_options,
+    )[0]

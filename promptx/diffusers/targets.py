@@ -76,6 +76,6 @@ def target_for(pipeline: Any, *, image: bool = False) -> str:
             return entry
     raise InvalidInputError(
         f"promptx does not know which target profile fits {names[0]}; pass one with target=..., "
-        f"e.g. enhance_for(pipe, prompt, target=\"video\") or enhance_pipeline(pipe, target=\"image\") "
+        f'e.g. enhance_for(pipe, prompt, target="video") or enhance_pipeline(pipe, target="image") '
         f"(promptx templates list shows them)"
     )

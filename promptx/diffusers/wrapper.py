@@ -30,11 +30,16 @@ class _Arguments:
     def __init__(self, signature: inspect.Signature, args: tuple, kwargs: dict) -> None:
         self.signature = signature
         self.bound = signature.bind_partial(*args, **kwargs)
-        self._var = next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
+        self._var = next(
+            (p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None
+        )
 
     def accepts(self, name: str) -> bool:
         parameter = self.signature.parameters.get(name)
-        return parameter is not None and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+        return parameter is not None and parameter.kind not in (
+            parameter.VAR_POSITIONAL,
+            parameter.VAR_KEYWORD,
+        )
 
     def get(self, name: str) -> Any:
         if self.accepts(name):
@@ -60,24 +65,39 @@ class EnhancedPipeline:
     #: how ``enhance_for`` tells this wrapper from a pipeline (without importing this module)
     wraps_a_pipeline = True
 
-    def __init__(self, pipe: Any, *, target: str | None = None, always: bool = False,
-                 enhancer: Enhancer | None = None, **options) -> None:
+    def __init__(
+        self,
+        pipe: Any,
+        *,
+        target: str | None = None,
+        always: bool = False,
+        enhancer: Enhancer | None = None,
+        **options,
+    ) -> None:
         if not callable(pipe):
-            raise InvalidInputError(f"enhance_pipeline needs a pipeline to call, not {type(pipe).__name__}")
+            raise InvalidInputError(
+                f"enhance_pipeline needs a pipeline to call, not {type(pipe).__name__}"
+            )
         init, self.options, self.batch_options = split_options(options)
         self.pipe, self.target, self.always = pipe, target, bool(always)
         self.enhancer = resolve_enhancer(enhancer, init)
         self.last_enhanced: list[EnhancedPrompt] | None = None
 
     def __getattr__(self, name: str) -> Any:
-        if name == "pipe":                  # not set yet (during unpickling, say)
+        if name == "pipe":  # not set yet (during unpickling, say)
             raise AttributeError(name)
         return getattr(self.pipe, name)
 
     def __repr__(self) -> str:
         return f"<EnhancedPipeline {type(self.pipe).__name__} target={self.target or 'auto'}>"
 
-    def __call__(self, *args, enhance_prompt: bool | None = None, enhance_options: dict | None = None, **kwargs):
+    def __call__(
+        self,
+        *args,
+        enhance_prompt: bool | None = None,
+        enhance_options: dict | None = None,
+        **kwargs,
+    ):
         """Call the pipeline; with ``enhance_prompt=True`` (or ``always``) its prompt is enhanced first.
 
         ``enhance_options``: options of this call's enhancement, over the wrapper's defaults
@@ -87,30 +107,43 @@ class EnhancedPipeline:
             return self.pipe(*args, **kwargs)
         try:
             arguments = _Arguments(inspect.signature(self.pipe.__call__), args, kwargs)
-        except (TypeError, ValueError):     # arguments the pipeline does not take: let it say so
+        except (TypeError, ValueError):  # arguments the pipeline does not take: let it say so
             return self.pipe(*args, **kwargs)
         prompt = arguments.get("prompt")
         if prompt is None or isinstance(prompt, (list, tuple)) and not prompt:
-            return self.pipe(*args, **kwargs)    # prompt_embeds given: nothing to enhance
+            return self.pipe(*args, **kwargs)  # prompt_embeds given: nothing to enhance
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
         single = isinstance(prompt, str)
         init, options, batch = split_options(enhance_options or {})
         if init:
-            raise InvalidInputError(f"enhance_options cannot change the Enhancer ({', '.join(sorted(init))}); "
-                                    f"give those to enhance_pipeline")
-        results = enhance_prompts(self.pipe, prompts, enhancer=self.enhancer, target=self.target,
-                                  image=arguments.get("image"), call=arguments.named(),
-                                  options={**self.options, **options}, batch={**self.batch_options, **batch})
+            raise InvalidInputError(
+                f"enhance_options cannot change the Enhancer ({', '.join(sorted(init))}); "
+                f"give those to enhance_pipeline"
+            )
+        results = enhance_prompts(
+            self.pipe,
+            prompts,
+            enhancer=self.enhancer,
+            target=self.target,
+            image=arguments.get("image"),
+            call=arguments.named(),
+            options={**self.options, **options},
+            batch={**self.batch_options, **batch},
+        )
         arguments.set("prompt", results[0].text if single else [r.text for r in results])
-        if (arguments.accepts("negative_prompt") and arguments.get("negative_prompt") is None
-                and arguments.get("negative_prompt_embeds") is None and any(r.negative_prompt for r in results)):
+        if (
+            arguments.accepts("negative_prompt")
+            and arguments.get("negative_prompt") is None
+            and arguments.get("negative_prompt_embeds") is None
+            and any(r.negative_prompt for r in results)
+        ):
             negatives = [r.negative_prompt for r in results]
             arguments.set("negative_prompt", negatives[0] if single else negatives)
         output = self.pipe(*arguments.bound.args, **arguments.bound.kwargs)
         self.last_enhanced = results
         try:
             output.enhanced_prompts = results
-        except (AttributeError, TypeError):     # a tuple (return_dict=False): see last_enhanced
+        except (AttributeError, TypeError):  # a tuple (return_dict=False): see last_enhanced
             pass
         return output
 

@@ -42,12 +42,16 @@ PROMPT_STYLES = ("full", "short")
 #: What a model that sees the input image is told, by task; a profile's ``vision_guidance``
 #: replaces it. Appended to the system prompt when the image goes with the chat.
 VISION_GUIDANCE = {
-    "i2v": ("The image is attached: you can see it. Name its subjects, setting and style as they appear, "
-            "then describe the motion. Where the user's words contradict what the image shows, the image "
-            "decides what is there; the user decides what moves."),
-    "i2i": ("The image is attached: you can see it. Name the parts of the image that the edit touches, say "
-            "exactly how they change, and say that the rest stays as it is. Where the user's words "
-            "contradict the image, describe the image as it really is."),
+    "i2v": (
+        "The image is attached: you can see it. Name its subjects, setting and style as they appear, "
+        "then describe the motion. Where the user's words contradict what the image shows, the image "
+        "decides what is there; the user decides what moves."
+    ),
+    "i2i": (
+        "The image is attached: you can see it. Name the parts of the image that the edit touches, say "
+        "exactly how they change, and say that the rest stays as it is. Where the user's words "
+        "contradict the image, describe the image as it really is."
+    ),
 }
 
 #: The instruction used when an image-to-video prompt is left empty.
@@ -56,13 +60,36 @@ DEFAULT_I2V_PROMPT = "Animate the image with natural motion that suits the scene
 _ENGLISH = "Write in English."
 _KEEP = "Write in the same language as the input."
 _LANGUAGE_NAMES = {
-    "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "fr": "French",
-    "de": "German", "es": "Spanish", "it": "Italian", "pt": "Portuguese",
-    "ru": "Russian", "nl": "Dutch", "pl": "Polish", "tr": "Turkish",
-    "ar": "Arabic", "hi": "Hindi", "vi": "Vietnamese", "th": "Thai",
-    "id": "Indonesian", "uk": "Ukrainian", "sv": "Swedish", "cs": "Czech", "ro": "Romanian",
-    "hu": "Hungarian", "da": "Danish", "no": "Norwegian", "nb": "Norwegian", "fi": "Finnish",
-    "el": "Greek", "he": "Hebrew", "ms": "Malay", "sw": "Swahili",
+    "zh": "Chinese",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "fr": "French",
+    "de": "German",
+    "es": "Spanish",
+    "it": "Italian",
+    "pt": "Portuguese",
+    "ru": "Russian",
+    "nl": "Dutch",
+    "pl": "Polish",
+    "tr": "Turkish",
+    "ar": "Arabic",
+    "hi": "Hindi",
+    "vi": "Vietnamese",
+    "th": "Thai",
+    "id": "Indonesian",
+    "uk": "Ukrainian",
+    "sv": "Swedish",
+    "cs": "Czech",
+    "ro": "Romanian",
+    "hu": "Hungarian",
+    "da": "Danish",
+    "no": "Norwegian",
+    "nb": "Norwegian",
+    "fi": "Finnish",
+    "el": "Greek",
+    "he": "Hebrew",
+    "ms": "Malay",
+    "sw": "Swahili",
 }
 
 
@@ -119,8 +146,10 @@ def language_rule(profile: Profile, language: str | None = None) -> str:
     """The output-language sentence: "en"/"english", "keep" or a code such as "zh"."""
     sentence = _language_sentence(language or profile.language)
     if sentence is None:
-        raise InvalidInputError(f"unknown language {language!r}; use 'en', 'keep', a code such as 'es' "
-                                f"(one of {', '.join(sorted(_LANGUAGE_NAMES))}) or that language's name")
+        raise InvalidInputError(
+            f"unknown language {language!r}; use 'en', 'keep', a code such as 'es' "
+            f"(one of {', '.join(sorted(_LANGUAGE_NAMES))}) or that language's name"
+        )
     return sentence
 
 
@@ -178,7 +207,9 @@ def render_messages(
     vision guidance to the system prompt.
     """
     if prompt_style not in PROMPT_STYLES:
-        raise InvalidInputError(f"unknown prompt style {prompt_style!r}; use one of {', '.join(PROMPT_STYLES)}")
+        raise InvalidInputError(
+            f"unknown prompt style {prompt_style!r}; use one of {', '.join(PROMPT_STYLES)}"
+        )
     text = (prompt or "").strip()
     if not text:
         if profile.task != "i2v":

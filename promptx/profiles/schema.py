@@ -28,7 +28,16 @@ __all__ = [
 
 #: The only names a system prompt or user template may use as ``{name}``.
 PLACEHOLDERS = frozenset(
-    {"prompt", "min_words", "max_words", "style", "language_rule", "image", "generator", "description"}
+    {
+        "prompt",
+        "min_words",
+        "max_words",
+        "style",
+        "language_rule",
+        "image",
+        "generator",
+        "description",
+    }
 )
 
 #: One token of a template: an escaped brace (``{{``/``}}``) or a ``{name}``.
@@ -88,8 +97,22 @@ class LengthBudget(_Strict):
 
 
 #: the parts a structured enhancement may say (``promptx.compose``; templates/phrases/README.md)
-COMPOSE_PARTS = ("prompt", "appearance", "setting", "background", "action", "motion", "ambient", "light", "style",
-                 "camera", "shot", "composition", "keep", "quality_tags")
+COMPOSE_PARTS = (
+    "prompt",
+    "appearance",
+    "setting",
+    "background",
+    "action",
+    "motion",
+    "ambient",
+    "light",
+    "style",
+    "camera",
+    "shot",
+    "composition",
+    "keep",
+    "quality_tags",
+)
 
 
 class ComposeLayout(_Strict):
@@ -103,8 +126,10 @@ class ComposeLayout(_Strict):
     def _known_parts(cls, value: list[str]) -> list[str]:
         unknown = [p for p in value if p not in COMPOSE_PARTS]
         if unknown or "prompt" not in value or len(set(value)) != len(value):
-            raise ValueError(f"parts must name \"prompt\" and other parts once each, from: "
-                             f"{', '.join(COMPOSE_PARTS)} (unknown: {', '.join(unknown) or 'none'})")
+            raise ValueError(
+                f'parts must name "prompt" and other parts once each, from: '
+                f"{', '.join(COMPOSE_PARTS)} (unknown: {', '.join(unknown) or 'none'})"
+            )
         return value
 
 

@@ -19,8 +19,8 @@ class Finding(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Kind
-    code: str              # e.g. "lost_subject", "added_animal", "color", "second_person"
-    detail: str            # one sentence for a person
+    code: str  # e.g. "lost_subject", "added_animal", "color", "second_person"
+    detail: str  # one sentence for a person
     words: list[str] = []  # the words of the prompt or output it is about
 
     def __str__(self) -> str:

@@ -59,12 +59,52 @@ _FAMILIES = {
         马车""",
 }
 # words that hold an animal or vehicle word but name something else
-_NOT_A_SUBJECT = ("鸡蛋", "马路", "牛奶", "猪肉", "牛肉", "羊毛", "鱼鳞", "象征", "印象", "景象", "现象",
-                  "形象", "气象", "想象", "对象", "象牙", "船坞", "马赛克", "熊熊", "鸟瞰", "马上", "龟裂",
-                  "虎口", "鼠标", "钓鱼竿", "鱼竿", "鱼线", "鱼钩", "鱼鳞", "车站", "车道", "车窗", "车灯",
-                  "蝴蝶结", "牛角", "抽象", "马尾", "牛仔", "鸭舌帽", "龙虾")
+_NOT_A_SUBJECT = (
+    "鸡蛋",
+    "马路",
+    "牛奶",
+    "猪肉",
+    "牛肉",
+    "羊毛",
+    "鱼鳞",
+    "象征",
+    "印象",
+    "景象",
+    "现象",
+    "形象",
+    "气象",
+    "想象",
+    "对象",
+    "象牙",
+    "船坞",
+    "马赛克",
+    "熊熊",
+    "鸟瞰",
+    "马上",
+    "龟裂",
+    "虎口",
+    "鼠标",
+    "钓鱼竿",
+    "鱼竿",
+    "鱼线",
+    "鱼钩",
+    "鱼鳞",
+    "车站",
+    "车道",
+    "车窗",
+    "车灯",
+    "蝴蝶结",
+    "牛角",
+    "抽象",
+    "马尾",
+    "牛仔",
+    "鸭舌帽",
+    "龙虾",
+)
 # a pictured animal or vehicle: "印着一只白鹤图案" (a crane printed as a pattern)
-_PICTURED = re.compile(r"(\S{1,3})(?=(?:的)?(?:图案|图样|花纹|纹样|标志|造型|剪影|玩偶|贴纸|印花|刺绣|雕塑|雕像|模型|玩具))")
+_PICTURED = re.compile(
+    r"(\S{1,3})(?=(?:的)?(?:图案|图样|花纹|纹样|标志|造型|剪影|玩偶|贴纸|印花|刺绣|雕塑|雕像|模型|玩具))"
+)
 
 
 def _families() -> dict[str, list[tuple[str, tuple[str, ...]]]]:
@@ -94,10 +134,20 @@ def cjk_added_subjects(prompt: str, text: str) -> list[Finding]:
     given, said = _plain(prompt), _plain(text)
     found = []
     for cls, entries in _BY_CLASS.items():
-        added = [w for w, licensed_by in entries if w in said and not any(x in given for x in licensed_by)]
-        added = [w for w in added if not any(w != o and w in o for o in added)]      # 小狗 covers 狗
+        added = [
+            w
+            for w, licensed_by in entries
+            if w in said and not any(x in given for x in licensed_by)
+        ]
+        added = [w for w in added if not any(w != o and w in o for o in added)]  # 小狗 covers 狗
         if added:
-            found.append(Finding(kind="added_subject", code=f"added_{cls}", words=added[:4],
-                                 detail=f"the output adds {'an' if cls[0] in 'aeiou' else 'a'} {cls} the "
-                                        f"prompt does not have: " + ", ".join(f'"{w}"' for w in added[:4])))
+            found.append(
+                Finding(
+                    kind="added_subject",
+                    code=f"added_{cls}",
+                    words=added[:4],
+                    detail=f"the output adds {'an' if cls[0] in 'aeiou' else 'a'} {cls} the "
+                    f"prompt does not have: " + ", ".join(f'"{w}"' for w in added[:4]),
+                )
+            )
     return found

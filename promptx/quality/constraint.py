@@ -33,32 +33,43 @@ __all__ = ["DecodingConstraint", "VocabularyIndex"]
 _SECOND_PERSON = frozenset("you your yours yourself yourselves".split())
 _QUOTE_MARKS = ('"', "“", "”", "«", "»", "「", "『")
 _WORD_TOKEN = re.compile(r"^ ([A-Za-z]+)$")
-_CACHED_CONSTRAINTS = 256           # retries and batches of one request reuse its ids
+_CACHED_CONSTRAINTS = 256  # retries and batches of one request reuse its ids
 
 
 @dataclass(frozen=True)
 class DecodingConstraint:
     """What one request's output must not start to write."""
 
-    licence: Licence | None       # None: no salient word is forbidden (an image nobody described)
-    second_person: bool           # forbid "you", "your", ...
-    quotes: bool                  # forbid opening quotation marks
-    camera_still: bool = False    # forbid words that move the camera ("camera static" prompts)
-    drawn: bool = False           # forbid photo words (a painting, sketch or anime picture asked for)
-    stylized: bool = False        # forbid "realistic" and its kin (a cartoon or surrealist picture asked for)
-    other_times: frozenset[str] = frozenset()   # times of day the prompt's rules out ("night": "morning")
+    licence: Licence | None  # None: no salient word is forbidden (an image nobody described)
+    second_person: bool  # forbid "you", "your", ...
+    quotes: bool  # forbid opening quotation marks
+    camera_still: bool = False  # forbid words that move the camera ("camera static" prompts)
+    drawn: bool = False  # forbid photo words (a painting, sketch or anime picture asked for)
+    stylized: bool = (
+        False  # forbid "realistic" and its kin (a cartoon or surrealist picture asked for)
+    )
+    other_times: frozenset[str] = (
+        frozenset()
+    )  # times of day the prompt's rules out ("night": "morning")
 
     @classmethod
-    def for_prompt(cls, prompt: str, context: str | None = None, *, subjects: bool = True) -> "DecodingConstraint":
+    def for_prompt(
+        cls, prompt: str, context: str | None = None, *, subjects: bool = True
+    ) -> "DecodingConstraint":
         lex = lexicon()
         text = f"{prompt} {context or ''}"
         low = set(re.findall(r"[a-z]+", text.lower()))
         licence = Licence.of(prompt, context, lex) if subjects else None
         time = asked_time(prompt)
-        return cls(licence, second_person=not (low & _SECOND_PERSON),
-                   quotes=not any(q in text for q in _QUOTE_MARKS), camera_still=asks_static_camera(prompt),
-                   drawn=asks_drawn_medium(prompt), stylized=asks_stylized(prompt),
-                   other_times=clashing_words(time, context) if time else frozenset())
+        return cls(
+            licence,
+            second_person=not (low & _SECOND_PERSON),
+            quotes=not any(q in text for q in _QUOTE_MARKS),
+            camera_still=asks_static_camera(prompt),
+            drawn=asks_drawn_medium(prompt),
+            stylized=asks_stylized(prompt),
+            other_times=clashing_words(time, context) if time else frozenset(),
+        )
 
 
 class VocabularyIndex:
@@ -66,13 +77,13 @@ class VocabularyIndex:
 
     def __init__(self, token_texts: list[str], lex: Lexicon | None = None) -> None:
         self._lex = lex or lexicon()
-        self.salient: dict[tuple[str, bool], list[int]] = {}      # (lemma, plural) -> ids
+        self.salient: dict[tuple[str, bool], list[int]] = {}  # (lemma, plural) -> ids
         self.second_person: list[int] = []
         self.person_pronouns: list[int] = []
         self.quotes: list[int] = []
         self.camera_moves: list[int] = []
         self.photo_words: list[int] = []
-        self.words: dict[str, list[int]] = {}                      # every plain word -> its ids
+        self.words: dict[str, list[int]] = {}  # every plain word -> its ids
         self._banned: dict[DecodingConstraint, tuple[int, ...]] = {}
         forms = self._lex.salient_forms()
         for tid, text in enumerate(token_texts):

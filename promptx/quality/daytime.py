@@ -28,11 +28,19 @@ _TIMES = {
 }
 # the times each time rules out (a daytime sky may have morning light, sunset light may be
 # called late-afternoon light)
-_CLASHES = {"sunrise": {"sunset", "night"}, "noon": {"sunrise", "sunset", "night"}, "day": {"night"},
-            "sunset": {"sunrise", "noon"}, "night": {"sunrise", "noon", "day"}}
+_CLASHES = {
+    "sunrise": {"sunset", "night"},
+    "noon": {"sunrise", "sunset", "night"},
+    "day": {"night"},
+    "sunset": {"sunrise", "noon"},
+    "night": {"sunrise", "noon", "day"},
+}
 _SAID = {name: re.compile(rf"\b(?:{words})\b", re.I) for name, words in _TIMES.items()}
-_CHANGED = re.compile(r"\b(?:turn|change|transform|replace|shift|fade|darken|brighten)\w*\b[^.;]{0,80}?"
-                      r"\b(?:into|to|with)\b", re.I)
+_CHANGED = re.compile(
+    r"\b(?:turn|change|transform|replace|shift|fade|darken|brighten)\w*\b[^.;]{0,80}?"
+    r"\b(?:into|to|with)\b",
+    re.I,
+)
 # a prompt that asks for a change of time; with two times named, also "from ... until/into ..."
 _TRANSITION_WORDS = r"turns?|changes?|becomes?|timelapse|time-lapse|transition"
 _TRANSITION = re.compile(rf"\b(?:{_TRANSITION_WORDS})\b", re.I)
@@ -50,8 +58,12 @@ def clashing_words(time: str, context: str | None = None) -> frozenset[str]:
     """Single words that name a time ``time`` rules out (not those the image's caption says):
     what a constrained output may not start to write."""
     seen = _times(context or "")
-    return frozenset(w for t in _CLASHES[time] - seen for w in re.findall(r"[a-z]+", _TIMES[t])
-                     if re.fullmatch(_TIMES[t], w))
+    return frozenset(
+        w
+        for t in _CLASHES[time] - seen
+        for w in re.findall(r"[a-z]+", _TIMES[t])
+        if re.fullmatch(_TIMES[t], w)
+    )
 
 
 def daytime_findings(prompt: str, text: str, context: str | None = None) -> list[Finding]:
@@ -63,7 +75,7 @@ def daytime_findings(prompt: str, text: str, context: str | None = None) -> list
     said = _times(text)
     if len(asked) != 1 or (len(said) > 1 and _CHANGE.search(prompt)):
         return []
-    if asked <= said and _CHANGED.search(text):     # "turn the daytime sky into a night sky"
+    if asked <= said and _CHANGED.search(text):  # "turn the daytime sky into a night sky"
         return []
     (want,) = asked
     seen = _times(context or "") if named else set()
@@ -72,8 +84,14 @@ def daytime_findings(prompt: str, text: str, context: str | None = None) -> list
         return []
     # the words as the output says them, for salvage to find their sentences
     found = sorted({hit.lower() for t in clashing for hit in _SAID[t].findall(text)})
-    return [Finding(kind="contradiction", code="time_of_day", words=found,
-                    detail=f"the prompt asks for {want}; the output says {', '.join(clashing)} ({', '.join(found)})")]
+    return [
+        Finding(
+            kind="contradiction",
+            code="time_of_day",
+            words=found,
+            detail=f"the prompt asks for {want}; the output says {', '.join(clashing)} ({', '.join(found)})",
+        )
+    ]
 
 
 def _times(text: str) -> set[str]:

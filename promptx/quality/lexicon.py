@@ -25,39 +25,138 @@ __all__ = ["Lexicon", "lexicon"]
 
 _DATA = Path(__file__).with_name("data") / "lexicon.json.gz"
 # plural endings and what replaces them (WordNet's morphy rules for nouns)
-_NOUN_SUFFIXES = (("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
-                  ("men", "man"), ("ies", "y"), ("s", ""))
-_VERB_SUFFIXES = (("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"),
-                  ("ing", ""), ("s", ""))
+_NOUN_SUFFIXES = (
+    ("ses", "s"),
+    ("xes", "x"),
+    ("zes", "z"),
+    ("ches", "ch"),
+    ("shes", "sh"),
+    ("men", "man"),
+    ("ies", "y"),
+    ("s", ""),
+)
+_VERB_SUFFIXES = (
+    ("ies", "y"),
+    ("es", "e"),
+    ("es", ""),
+    ("ed", "e"),
+    ("ed", ""),
+    ("ing", "e"),
+    ("ing", ""),
+    ("s", ""),
+)
 # camera words and words whose everyday use is not an entity, though WordNet's first sense is
 # ("drone shot", "a joyful spirit", "inviting someone to sit")
-NOT_SALIENT = frozenset({"drone", "spirit", "soul", "someone", "somebody", "anyone", "anybody",
-                         "everyone", "everybody", "nobody", "self", "adult", "individual",
-                         "viewer", "observer", "onlooker",
-                         # rarer senses that outrank the everyday one in prompts: a car's hood,
-                         # a knot in wood, a toy balloon, a camera dolly and slider, "giant waves"
-                         "hood", "knot", "wag", "slider", "dolly", "giant", "balloon",
-                         "commuter", "sentinel", "guardian", "witness", "staff",
-                         # animal or vehicle senses listed beside a more common thing or phrase
-                         # ("in tandem", a cardigan, a snowflake, an anemone flower)
-                         "cardigan", "comma", "snowflake", "skate", "sub", "sierra", "union",
-                         "cairn", "anemone", "shire", "kaki", "gib", "billy", "pompon", "embryo",
-                         "pest", "infestation", "sticktight", "eggbeater", "skyhook", "four-in-hand",
-                         "pricket", "tandem", "solitaire", "smelt", "applecart", "bandwagon",
-                         "screenland", "filmdom", "secretariat", "copartnership", "flattop",
-                         # objects in prompts far more often than people or animals: a hat band,
-                         # a crystal tumbler, a door knocker, a mason jar, a 1950s diner, beef stew
-                         "band", "tumbler", "coaster", "club", "speaker", "controller", "knocker",
-                         "sucker", "batter", "core", "sharper", "pupil", "wingback", "diner", "breed",
-                         "mason", "beef", "shaker", "planter", "sleeper", "rounder", "cob",
-                         "modernist", "siren", "skimmer"})
+NOT_SALIENT = frozenset(
+    {
+        "drone",
+        "spirit",
+        "soul",
+        "someone",
+        "somebody",
+        "anyone",
+        "anybody",
+        "everyone",
+        "everybody",
+        "nobody",
+        "self",
+        "adult",
+        "individual",
+        "viewer",
+        "observer",
+        "onlooker",
+        # rarer senses that outrank the everyday one in prompts: a car's hood,
+        # a knot in wood, a toy balloon, a camera dolly and slider, "giant waves"
+        "hood",
+        "knot",
+        "wag",
+        "slider",
+        "dolly",
+        "giant",
+        "balloon",
+        "commuter",
+        "sentinel",
+        "guardian",
+        "witness",
+        "staff",
+        # animal or vehicle senses listed beside a more common thing or phrase
+        # ("in tandem", a cardigan, a snowflake, an anemone flower)
+        "cardigan",
+        "comma",
+        "snowflake",
+        "skate",
+        "sub",
+        "sierra",
+        "union",
+        "cairn",
+        "anemone",
+        "shire",
+        "kaki",
+        "gib",
+        "billy",
+        "pompon",
+        "embryo",
+        "pest",
+        "infestation",
+        "sticktight",
+        "eggbeater",
+        "skyhook",
+        "four-in-hand",
+        "pricket",
+        "tandem",
+        "solitaire",
+        "smelt",
+        "applecart",
+        "bandwagon",
+        "screenland",
+        "filmdom",
+        "secretariat",
+        "copartnership",
+        "flattop",
+        # objects in prompts far more often than people or animals: a hat band,
+        # a crystal tumbler, a door knocker, a mason jar, a 1950s diner, beef stew
+        "band",
+        "tumbler",
+        "coaster",
+        "club",
+        "speaker",
+        "controller",
+        "knocker",
+        "sucker",
+        "batter",
+        "core",
+        "sharper",
+        "pupil",
+        "wingback",
+        "diner",
+        "breed",
+        "mason",
+        "beef",
+        "shaker",
+        "planter",
+        "sleeper",
+        "rounder",
+        "cob",
+        "modernist",
+        "siren",
+        "skimmer",
+    }
+)
 
 
 # person words that say a sex: one never licenses a word of the other
-_SEX = {**dict.fromkeys("man boy guy gentleman male husband father son king prince grandfather "
-                        "uncle brother monk".split(), "m"),
-        **dict.fromkeys("woman girl lady female wife mother daughter queen princess grandmother "
-                        "aunt sister nun".split(), "f")}
+_SEX = {
+    **dict.fromkeys(
+        "man boy guy gentleman male husband father son king prince grandfather "
+        "uncle brother monk".split(),
+        "m",
+    ),
+    **dict.fromkeys(
+        "woman girl lady female wife mother daughter queen princess grandmother "
+        "aunt sister nun".split(),
+        "f",
+    ),
+}
 
 
 class Lexicon:
@@ -130,7 +229,7 @@ class Lexicon:
         return tuple(self._lexnames[s] for s in self._nouns.get(lemma, [])[:senses])
 
     def salient_class(self, lemma: str) -> str | None:
-        """"person", "animal", "vehicle" or "creature" for a noun naming such an entity."""
+        """ "person", "animal", "vehicle" or "creature" for a noun naming such an entity."""
         return None if lemma in NOT_SALIENT else self._salient.get(lemma)
 
     def salient_lemmas(self) -> dict[str, str]:
@@ -145,7 +244,9 @@ class Lexicon:
                 for form in _plurals(lemma):
                     if self.noun_lemma(form) == lemma:
                         forms[form] = lemma
-            forms.update((w, b) for w, b in self._exceptions.items() if b in self._salient and w not in forms)
+            forms.update(
+                (w, b) for w, b in self._exceptions.items() if b in self._salient and w not in forms
+            )
             self._forms = forms
         return self._forms
 
@@ -181,19 +282,22 @@ class Lexicon:
         if given == other:
             return True
         if _SEX.get(given, _SEX.get(other)) != _SEX.get(other, _SEX.get(given)):
-            return False                  # woman's gloss says "(as opposed to a man)"
+            return False  # woman's gloss says "(as opposed to a man)"
         a, b = self.main_senses(given), self.main_senses(other)
         if a and b:
-            if a[0] in b or b[0] in a:                                   # synonyms
+            if a[0] in b or b[0] in a:  # synonyms
                 return True
             if a[0] in self.ancestors(b[0]) or b[0] in self.ancestors(a[0]):
                 return True
         cls = self.salient_class(other)
-        if cls and cls == self._salient.get(given):     # a prompt's "band" still has musicians
+        if cls and cls == self._salient.get(given):  # a prompt's "band" still has musicians
             if self.lexname(given) == "noun.group":
                 return True
-            return (given in self._gloss.get(other, ()) or other in self._gloss.get(given, ())
-                    or self._young_of(other, a))
+            return (
+                given in self._gloss.get(other, ())
+                or other in self._gloss.get(given, ())
+                or self._young_of(other, a)
+            )
         return False
 
     def _young_of(self, other: str, given_senses: tuple[int, ...]) -> bool:
@@ -202,7 +306,9 @@ class Lexicon:
         if "young" not in gloss or not given_senses:
             return False
         above = self.ancestors(given_senses[0])
-        return any(s in above for word in gloss if word not in _TOO_GENERAL for s in self.main_senses(word))
+        return any(
+            s in above for word in gloss if word not in _TOO_GENERAL for s in self.main_senses(word)
+        )
 
     def hops_above(self, general: str, specific: str) -> int | None:
         """How many hypernym steps lead from ``specific``'s first sense up to ``general``'s, None
@@ -239,7 +345,11 @@ class Lexicon:
     @staticmethod
     def same_stem(given: str, other: str) -> bool:
         """One word's stem in the other ("skateboard", "skateboarding"; five letters at least)."""
-        return len(given) >= 5 and len(other) >= 5 and (given.startswith(other) or other.startswith(given))
+        return (
+            len(given) >= 5
+            and len(other) >= 5
+            and (given.startswith(other) or other.startswith(given))
+        )
 
     def related(self, given: str, other: str, hops: int = 2) -> bool:
         """A looser match for things (not salient entities): first senses within ``hops``
@@ -282,8 +392,12 @@ def _plurals(lemma: str) -> tuple[str, ...]:
 
 
 # "a young person" (kid) is no young of a girl: these say only the class
-_TOO_GENERAL = frozenset("young person people animal organism being creature individual mammal".split())
-_GLOSS_STOPWORDS = frozenset("a an the of or and in on to for with by as at from that which who is are".split())
+_TOO_GENERAL = frozenset(
+    "young person people animal organism being creature individual mammal".split()
+)
+_GLOSS_STOPWORDS = frozenset(
+    "a an the of or and in on to for with by as at from that which who is are".split()
+)
 _LOCK = threading.Lock()
 _INSTANCE: Lexicon | None = None
 

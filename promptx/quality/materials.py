@@ -12,7 +12,7 @@ __all__ = ["MATERIALS", "is_material", "same_material"]
 MATERIALS = {
     "wood": "wood wooden timber oak oaken pine walnut mahogany teak cedar birch maple driftwood plywood",
     "metal": "metal metallic iron wrought-iron cast-iron steel stainless bronze brass copper tin aluminum "
-             "aluminium chrome chromed pewter",
+    "aluminium chrome chromed pewter",
     "stone": "stone marble granite limestone sandstone slate cobblestone cobbled cobble concrete",
     "glass": "glass crystal",
     "plastic": "plastic acrylic vinyl",
@@ -28,8 +28,10 @@ MATERIALS = {
 }
 _MATERIAL_FAMILY = {w: family for family, ws in MATERIALS.items() for w in ws.split()}
 # the metals are told apart, but "metal" keeps any of them
-_METALS = frozenset("iron wrought-iron cast-iron steel stainless bronze brass copper tin aluminum aluminium "
-                    "chrome chromed pewter".split())
+_METALS = frozenset(
+    "iron wrought-iron cast-iron steel stainless bronze brass copper tin aluminum aluminium "
+    "chrome chromed pewter".split()
+)
 
 
 def is_material(word: str) -> bool:
@@ -42,6 +44,9 @@ def same_material(given: str, other: str) -> bool:
     if _MATERIAL_FAMILY.get(given) != _MATERIAL_FAMILY.get(other):
         return False
     if given in _METALS and other in _METALS:
-        return given == other or {given, other} <= {"iron", "wrought-iron", "cast-iron", "steel", "stainless"} \
+        return (
+            given == other
+            or {given, other} <= {"iron", "wrought-iron", "cast-iron", "steel", "stainless"}
             or {given, other} <= {"chrome", "chromed"}
+        )
     return True

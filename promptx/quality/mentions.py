@@ -16,30 +16,47 @@ from dataclasses import dataclass
 from .lexicon import Lexicon
 from .materials import is_material
 from .presence import SOUNDS, depicted_at
-from .words import DETERMINERS, FUNCTION_WORDS, GROUP_COUNTS, NUMBERS, Word, color_of, compound_noun, describes, \
-    shades_next
+from .words import (
+    DETERMINERS,
+    FUNCTION_WORDS,
+    GROUP_COUNTS,
+    NUMBERS,
+    Word,
+    color_of,
+    compound_noun,
+    describes,
+    shades_next,
+)
 
 __all__ = ["GROUP_WORDS", "PICTURE_WORDS", "Mention", "mentions"]
 
 # nouns that describe the picture, not what is in it
-PICTURE_WORDS = frozenset("""photo photograph picture image shot scene video clip footage view frame
+PICTURE_WORDS = frozenset(
+    """photo photograph picture image shot scene video clip footage view frame
     still camera lens style background foreground closeup close-up angle render painting drawing
     illustration art artwork portrait landscape wallpaper time lapse timelapse motion quality detail
     light lighting color colour side top front bottom left right middle center centre home tableau
-    backdrop pan zoom tilt""".split())   # "a slow pan across the bench": the camera's move
+    backdrop pan zoom tilt""".split()
+)  # "a slow pan across the bench": the camera's move
 # quantities without a number: "several glasses" keeps the glasses but not "four"
-_VAGUE_COUNTS = frozenset("several many some few numerous multiple countless various dozens".split())
+_VAGUE_COUNTS = frozenset(
+    "several many some few numerous multiple countless various dozens".split()
+)
 # "motion that suits the scene": after these a word ending in -s is a verb
 _RELATIVES = frozenset("that which who".split())
 # verbs whose spelling is also a plural noun ("does" -> doe)
 _AUXILIARIES = frozenset("does".split())
 # words after a verb in -s that its subject does something with: "the train snakes across",
 # "the dog wolfs down its food"
-_AFTER_VERB = frozenset("""across through along past around over under down up into onto toward towards
-    out away off at its his her their""".split())
+_AFTER_VERB = frozenset(
+    """across through along past around over under down up into onto toward towards
+    out away off at its his her their""".split()
+)
 # a group word before "of" makes its members many: "a pod of dolphins", "schools of fish"
-GROUP_WORDS = frozenset("""pod school shoal flock herd swarm pack troop colony gaggle group crowd
-    bunch band horde throng cluster litter brood""".split())
+GROUP_WORDS = frozenset(
+    """pod school shoal flock herd swarm pack troop colony gaggle group crowd
+    bunch band horde throng cluster litter brood""".split()
+)
 # an amount of what follows "of": "a body of water", "a stretch of beach", "a slice of cake"
 _PARTITIVES = frozenset("body expanse stretch patch sheet piece slice bit strip".split())
 _NEXT_TO = frozenset("next close according up due thanks similar compared".split())
@@ -50,15 +67,15 @@ _SUBSET = frozenset("other remaining last first next another".split())
 @dataclass(frozen=True)
 class Mention:
     lemma: str
-    position: int                  # index into ``words``
-    colors: frozenset[str]         # colour families of the words before it in its phrase
-    count: int | None              # an explicit number before it (1 for "a"/"single")
-    modifier: bool                 # it modifies the next noun ("dog bed", "bird's-eye")
-    depicted: bool                 # "a statue of a man", "built by a craftsman": not in the scene
+    position: int  # index into ``words``
+    colors: frozenset[str]  # colour families of the words before it in its phrase
+    count: int | None  # an explicit number before it (1 for "a"/"single")
+    modifier: bool  # it modifies the next noun ("dog bed", "bird's-eye")
+    depicted: bool  # "a statue of a man", "built by a craftsman": not in the scene
     quoted: bool
-    vague: bool = False            # "several", "many": a quantity without a number
-    materials: frozenset[str] = frozenset()    # material words before it ("wooden", "marble")
-    many: bool = False             # plural, or the members of a group ("a pod of dolphins")
+    vague: bool = False  # "several", "many": a quantity without a number
+    materials: frozenset[str] = frozenset()  # material words before it ("wooden", "marble")
+    many: bool = False  # plural, or the members of a group ("a pod of dolphins")
 
 
 def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
@@ -66,30 +83,65 @@ def mentions(ws: list[Word], lex: Lexicon) -> list[Mention]:
     out: list[Mention] = []
     for i, w in enumerate(ws):
         lemma = lex.noun_lemma(w.text)
-        after_article = bool(lex.salient_class(lemma or "") or _being(w.text, lemma, lex)
-                             or _coloured_being(ws, i, lemma, lex)) and _after_article(ws, i, lex)
-        if (lemma is None or not (lex.is_noun(lemma) or after_article)
-                or color_of(w.text, lex) and not _fruit_named(ws, i, lemma, lex)
-                or w.text in NUMBERS or w.text in _AUXILIARIES):
-            continue                   # a word used mostly as a verb is a noun after "a": "a cook"
-        if w.text.endswith("ing") and lex.verb_lemma(w.text) and not (i and ws[i - 1].text in DETERMINERS):
-            continue                   # "storm clouds gathering": a verb, not "a gathering"
+        after_article = bool(
+            lex.salient_class(lemma or "")
+            or _being(w.text, lemma, lex)
+            or _coloured_being(ws, i, lemma, lex)
+        ) and _after_article(ws, i, lex)
+        if (
+            lemma is None
+            or not (lex.is_noun(lemma) or after_article)
+            or color_of(w.text, lex)
+            and not _fruit_named(ws, i, lemma, lex)
+            or w.text in NUMBERS
+            or w.text in _AUXILIARIES
+        ):
+            continue  # a word used mostly as a verb is a noun after "a": "a cook"
+        if (
+            w.text.endswith("ing")
+            and lex.verb_lemma(w.text)
+            and not (i and ws[i - 1].text in DETERMINERS)
+        ):
+            continue  # "storm clouds gathering": a verb, not "a gathering"
         if i and ws[i - 1].text in _RELATIVES and w.text.endswith("s") and lex.verb_lemma(w.text):
-            continue                   # "motion that suits the scene": a verb
+            continue  # "motion that suits the scene": a verb
         if _verb_after_subject(ws, i, lex):
-            continue                   # "the train snakes across the bridge": a verb
-        if i + 1 < len(ws) and ws[i + 1].text == "of" and (
-                lemma in GROUP_COUNTS or lemma in GROUP_WORDS or lemma in _PARTITIVES
-                or lex.lexname(lemma) == "noun.group"):
-            continue                   # "a couple of tents", "a gathering of clouds": see the members
-        if i and ws[i - 1].text == "to" and w.text == lex.verb_lemma(w.text) and lex.salient_class(lemma) \
-                and not (i > 1 and ws[i - 2].text in _NEXT_TO):
-            continue                   # "pauses to bat at a toy": a verb
+            continue  # "the train snakes across the bridge": a verb
+        if (
+            i + 1 < len(ws)
+            and ws[i + 1].text == "of"
+            and (
+                lemma in GROUP_COUNTS
+                or lemma in GROUP_WORDS
+                or lemma in _PARTITIVES
+                or lex.lexname(lemma) == "noun.group"
+            )
+        ):
+            continue  # "a couple of tents", "a gathering of clouds": see the members
+        if (
+            i
+            and ws[i - 1].text == "to"
+            and w.text == lex.verb_lemma(w.text)
+            and lex.salient_class(lemma)
+            and not (i > 1 and ws[i - 2].text in _NEXT_TO)
+        ):
+            continue  # "pauses to bat at a toy": a verb
         colors, count, vague, materials = _modifiers(ws, i, lex)
         many = (w.text != lemma and not w.text.endswith(("ed", "ing"))) or _group_member(ws, i, lex)
-        out.append(Mention(lemma, i, frozenset(colors), count, _is_modifier(ws, i, lex),
-                           depicted_at(ws, i, lex), w.quoted, vague,
-                           frozenset(materials), many))
+        out.append(
+            Mention(
+                lemma,
+                i,
+                frozenset(colors),
+                count,
+                _is_modifier(ws, i, lex),
+                depicted_at(ws, i, lex),
+                w.quoted,
+                vague,
+                frozenset(materials),
+                many,
+            )
+        )
     return out
 
 
@@ -98,7 +150,7 @@ def _group_count(ws: list[Word], k: int) -> int | None:
     (None: no group word, or a vague one: "dozens of")."""
     times = NUMBERS.get(ws[k - 1].text, 1) if k and ws[k - 1].phrase == ws[k].phrase else 1
     group = ws[k].text
-    if group.endswith("s") and times > 1:      # "two pairs of"; a bare "dozens of" is vague
+    if group.endswith("s") and times > 1:  # "two pairs of"; a bare "dozens of" is vague
         group = group[:-1]
     return GROUP_COUNTS[group] * times if group in GROUP_COUNTS else None
 
@@ -110,8 +162,12 @@ _BEINGS = frozenset({"noun.animal", "noun.person"})
 def _being(word: str, lemma: str | None, lex: Lexicon) -> bool:
     """A word whose first noun sense is an animal or a person, said in that noun's own form and
     not an adjective ("the bear", "a cook"; not "a modern room", "the ground": grind)."""
-    return bool(lemma) and word in (lemma, lemma + "s", lemma + "es") and lex.lexname(lemma) in _BEINGS \
+    return (
+        bool(lemma)
+        and word in (lemma, lemma + "s", lemma + "es")
+        and lex.lexname(lemma) in _BEINGS
         and not describes(word, lex)
+    )
 
 
 _BE = frozenset("is are was were has have".split())
@@ -120,15 +176,19 @@ _BE = frozenset("is are was were has have".split())
 def _coloured_being(ws: list[Word], i: int, lemma: str | None, lex: Lexicon) -> bool:
     """A word whose first noun sense is a being, right after a colour or between an article and
     "is": "a yellow fly", "the fly is white" (an adjective too, but not there)."""
-    if not (lemma and i > 0 and ws[i].text in (lemma, lemma + "s", lemma + "es")
-            and lex.lexname(lemma) in _BEINGS):
+    if not (
+        lemma
+        and i > 0
+        and ws[i].text in (lemma, lemma + "s", lemma + "es")
+        and lex.lexname(lemma) in _BEINGS
+    ):
         return False
     before_verb = ws[i - 1].text in ("a", "an", "the") and i + 1 < len(ws) and ws[i + 1].text in _BE
     return before_verb or bool(color_of(ws[i - 1].text, lex))
 
 
 def _after_article(ws: list[Word], i: int, lex: Lexicon) -> bool:
-    """"a bear", "a blue bear", "the big brown bear", "two ducks": an article or a number before
+    """ "a bear", "a blue bear", "the big brown bear", "two ducks": an article or a number before
     the word, over at most two colour or describing words in its phrase (a word used mostly as a
     verb is then a noun)."""
     for j in range(i - 1, max(-1, i - 4), -1):
@@ -149,12 +209,19 @@ def _fruit_named(ws: list[Word], i: int, lemma: str, lex: Lexicon) -> bool:
     """A colour word that names a fruit here: an article or number right before it and no noun
     or describing word after it in its phrase ("an orange on the bottom of a carrot", not "an
     orange car" or "a deep orange")."""
-    if not i or not (ws[i - 1].text in ("a", "an", "the") or ws[i - 1].text in NUMBERS) \
-            or lex.lexname(lemma) not in _EDIBLE:
+    if (
+        not i
+        or not (ws[i - 1].text in ("a", "an", "the") or ws[i - 1].text in NUMBERS)
+        or lex.lexname(lemma) not in _EDIBLE
+    ):
         return False
     nxt = ws[i + 1] if i + 1 < len(ws) else None
-    return nxt is None or nxt.phrase != ws[i].phrase or nxt.text in FUNCTION_WORDS \
+    return (
+        nxt is None
+        or nxt.phrase != ws[i].phrase
+        or nxt.text in FUNCTION_WORDS
         or not (lex.noun_lemma(nxt.text) or describes(nxt.text, lex))
+    )
 
 
 def _verb_after_subject(ws: list[Word], i: int, lex: Lexicon) -> bool:
@@ -170,7 +237,7 @@ def _verb_after_subject(ws: list[Word], i: int, lex: Lexicon) -> bool:
 
 
 def _group_member(ws: list[Word], i: int, lex: Lexicon) -> bool:
-    """"a pod of dolphins", "schools of colorful fish": one of many."""
+    """ "a pod of dolphins", "schools of colorful fish": one of many."""
     for j in range(i - 1, max(0, i - 4), -1):
         if ws[j].phrase != ws[i].phrase:
             return False
@@ -198,7 +265,7 @@ def _modifiers(ws: list[Word], i: int, lex: Lexicon) -> tuple[set[str], int | No
         elif family:
             colors.add(family)
         elif t in NUMBERS or t[:1].isdigit():
-            subset = j and ws[j - 1].text in _SUBSET          # "the other five friends": some of them
+            subset = j and ws[j - 1].text in _SUBSET  # "the other five friends": some of them
             count = None if subset else NUMBERS[t] if t in NUMBERS else _whole_number(t)
             break
         elif t == "of" and j >= 1 and (group := _group_count(ws, j - 1)):
@@ -220,18 +287,23 @@ def _is_modifier(ws: list[Word], i: int, lex: Lexicon) -> bool:
         return False
     nxt = ws[i + 1].text
     if nxt.startswith(("eye", "-eye")) or nxt in SOUNDS or nxt.startswith("song"):
-        return True                                   # bird's eye view, birdsong
+        return True  # bird's eye view, birdsong
     if nxt.endswith(("ing", "ed")):
-        return False                                  # "a person wearing", "a dog chased"
+        return False  # "a person wearing", "a dog chased"
     if nxt in FUNCTION_WORDS:
-        return False                                  # "a lighthouse at dusk"
+        return False  # "a lighthouse at dusk"
     lemma = lex.noun_lemma(nxt)
     verb = lex.verb_lemma(nxt)
     if verb and nxt.endswith("s") and i and ws[i - 1].text in ("a", "an", "one"):
-        return False                                  # "a man waters the roses": its verb
+        return False  # "a man waters the roses": its verb
     possessive = ws[i].raw.lower().endswith(("'s", "’s", "s'"))
-    if verb and ws[i].text.endswith("s") and lex.noun_lemma(ws[i].text) != ws[i].text and not possessive:
-        return False                                  # "a pod of dolphins arcs": plurals rarely modify
+    if (
+        verb
+        and ws[i].text.endswith("s")
+        and lex.noun_lemma(ws[i].text) != ws[i].text
+        and not possessive
+    ):
+        return False  # "a pod of dolphins arcs": plurals rarely modify
     return bool(lemma and lex.is_noun(lemma) and not (verb and lex.mostly_verb(verb)))
 
 

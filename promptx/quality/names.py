@@ -31,14 +31,22 @@ _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
 def name_findings(prompt: str, text: str, source: list[Mention], lex: Lexicon) -> list[Finding]:
     """A ``lost_name`` for each unknown capitalised word of a prompt that names nothing else
     and that the output does not say."""
-    if latin_foreign(prompt) or any(not m.modifier and m.lemma not in PICTURE_WORDS for m in source):
+    if latin_foreign(prompt) or any(
+        not m.modifier and m.lemma not in PICTURE_WORDS for m in source
+    ):
         return []
     said = text.lower()
     lost = [name for name in unknown_names(prompt, lex) if name.lower() not in said]
     if not lost:
         return []
-    return [Finding(kind="lost", code="lost_name", words=lost,
-                    detail=f'the output lost the name the prompt is about ({" ".join(lost)})')]
+    return [
+        Finding(
+            kind="lost",
+            code="lost_name",
+            words=lost,
+            detail=f"the output lost the name the prompt is about ({' '.join(lost)})",
+        )
+    ]
 
 
 def unknown_names(prompt: str, lex: Lexicon) -> list[str]:
@@ -47,7 +55,12 @@ def unknown_names(prompt: str, lex: Lexicon) -> list[str]:
     out = []
     for word in re.findall(r"[A-Za-z]+", _QUOTED.sub(" ", prompt)):
         low = word.lower()
-        if word[0].isupper() and low not in STOPWORDS and not lex.knows(low) and not _misspelt(low, lex):
+        if (
+            word[0].isupper()
+            and low not in STOPWORDS
+            and not lex.knows(low)
+            and not _misspelt(low, lex)
+        ):
             out.append(word)
     return out
 
@@ -55,4 +68,4 @@ def unknown_names(prompt: str, lex: Lexicon) -> list[str]:
 def _misspelt(word: str, lex: Lexicon) -> bool:
     """A long word that is a known word with one letter more (short ones are often names:
     "Burj" is "bur" and a letter)."""
-    return len(word) >= 7 and any(lex.knows(word[:i] + word[i + 1:]) for i in range(len(word)))
+    return len(word) >= 7 and any(lex.knows(word[:i] + word[i + 1 :]) for i in range(len(word)))

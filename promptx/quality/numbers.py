@@ -23,14 +23,18 @@ _TEENS = "thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 _WORDS_OF: dict[int, set[str]] = {100: {"hundred"}, 1000: {"thousand"}, 0: {"zero"}}
 for _word, _value in NUMBERS.items():
-    if _word not in ("a", "an"):                  # "1 cat" -> "a cat" is a count: ``attributes`` judges it
+    if _word not in ("a", "an"):  # "1 cat" -> "a cat" is a count: ``attributes`` judges it
         _WORDS_OF.setdefault(_value, set()).add(_word)
 for _i, _word in enumerate(_TEENS):
     _WORDS_OF[13 + _i] = {_word}
-for _i, _tens in enumerate(_TENS):                # "seventy", "seventy-five", "seventy five"
+for _i, _tens in enumerate(_TENS):  # "seventy", "seventy-five", "seventy five"
     _WORDS_OF[20 + 10 * _i] = {_tens}
     for _unit in range(1, 10):
-        _one = next(w for w in _WORDS_OF[_unit] if w in ("one two three four five six seven eight nine".split()))
+        _one = next(
+            w
+            for w in _WORDS_OF[_unit]
+            if w in ("one two three four five six seven eight nine".split())
+        )
         _WORDS_OF[20 + 10 * _i + _unit] = {f"{_tens}-{_one}", f"{_tens} {_one}"}
 
 
@@ -45,7 +49,14 @@ def number_findings(prompt: str, text: str, quoted: list[str]) -> list[Finding]:
     if not lost:
         return []
     shown = ", ".join(f'"{n}"' for n in lost[:4])
-    return [Finding(kind="lost", code="lost_number", words=lost, detail=f"the output lost {shown} from the prompt")]
+    return [
+        Finding(
+            kind="lost",
+            code="lost_number",
+            words=lost,
+            detail=f"the output lost {shown} from the prompt",
+        )
+    ]
 
 
 def _plain(number: str) -> str:

@@ -21,52 +21,69 @@ from .words import Word
 __all__ = ["opposite_findings"]
 
 # word -> its class; two classes in ``_OPPOSED`` contradict each other
-_CLASSES = {name: frozenset(words.split()) for name, words in {
-    "round": "round circular spherical oval cylindrical",
-    "square": "square cubic",
-    "rectangular": "rectangular oblong boxy",
-    "triangular": "triangular",
-    "pentagonal": "pentagonal",
-    "hexagonal": "hexagonal",
-    "octagonal": "octagonal",
-    "big": "big large huge giant enormous massive oversized",
-    "small": "small tiny little miniature mini",
-    "tall": "tall",
-    "long": "long",
-    "short": "short",
-    "thick": "thick",
-    "thin": "thin",
-    "wide": "wide broad",
-    "narrow": "narrow",
-    "rough": "rough coarse textured rugged bumpy gritty",
-    "smooth": "smooth polished sleek glossy silky",
-    "soft": "soft fluffy plush",
-    "hard": "hard rigid",
-    "wet": "wet damp soaked",
-    "dry": "dry",
-    "old": "old elderly ancient aged antique",
-    "young": "young new brand-new modern",
-    "open": "open",
-    "closed": "closed shut",
-    "empty": "empty",
-    "full": "full filled",
-    "broken": "broken cracked shattered",
-    "intact": "intact unbroken",
-}.items()}
+_CLASSES = {
+    name: frozenset(words.split())
+    for name, words in {
+        "round": "round circular spherical oval cylindrical",
+        "square": "square cubic",
+        "rectangular": "rectangular oblong boxy",
+        "triangular": "triangular",
+        "pentagonal": "pentagonal",
+        "hexagonal": "hexagonal",
+        "octagonal": "octagonal",
+        "big": "big large huge giant enormous massive oversized",
+        "small": "small tiny little miniature mini",
+        "tall": "tall",
+        "long": "long",
+        "short": "short",
+        "thick": "thick",
+        "thin": "thin",
+        "wide": "wide broad",
+        "narrow": "narrow",
+        "rough": "rough coarse textured rugged bumpy gritty",
+        "smooth": "smooth polished sleek glossy silky",
+        "soft": "soft fluffy plush",
+        "hard": "hard rigid",
+        "wet": "wet damp soaked",
+        "dry": "dry",
+        "old": "old elderly ancient aged antique",
+        "young": "young new brand-new modern",
+        "open": "open",
+        "closed": "closed shut",
+        "empty": "empty",
+        "full": "full filled",
+        "broken": "broken cracked shattered",
+        "intact": "intact unbroken",
+    }.items()
+}
 _SHAPES = ("round", "square", "rectangular", "triangular", "pentagonal", "hexagonal", "octagonal")
-_OPPOSED = {frozenset(pair) for pair in [
-    *((a, b) for a in _SHAPES for b in _SHAPES if a < b),
-    ("big", "small"), ("tall", "short"), ("long", "short"), ("thick", "thin"), ("wide", "narrow"),
-    ("rough", "smooth"), ("soft", "hard"), ("wet", "dry"), ("old", "young"), ("open", "closed"),
-    ("empty", "full"), ("broken", "intact")]}
+_OPPOSED = {
+    frozenset(pair)
+    for pair in [
+        *((a, b) for a in _SHAPES for b in _SHAPES if a < b),
+        ("big", "small"),
+        ("tall", "short"),
+        ("long", "short"),
+        ("thick", "thin"),
+        ("wide", "narrow"),
+        ("rough", "smooth"),
+        ("soft", "hard"),
+        ("wet", "dry"),
+        ("old", "young"),
+        ("open", "closed"),
+        ("empty", "full"),
+        ("broken", "intact"),
+    ]
+}
 _CLASS_OF = {word: name for name, members in _CLASSES.items() for word in members}
 _LINKS = frozenset("is are looks look appears appear seems seem".split())
 _SURFACES = frozenset("texture surface finish skin shape".split())
 _SKIPPED = frozenset("a an the very quite slightly rather so and even".split())
 
 
-def opposite_findings(source: list[Mention], output: list[Mention], src_words: list[Word],
-                      out_words: list[Word]) -> list[Finding]:
+def opposite_findings(
+    source: list[Mention], output: list[Mention], src_words: list[Word], out_words: list[Word]
+) -> list[Finding]:
     """A ``contradiction`` for each prompt thing whose shape, size, texture, age or state the
     output states in an opposite class."""
     found = []
@@ -82,24 +99,34 @@ def opposite_findings(source: list[Mention], output: list[Mention], src_words: l
             said = _before(out_words, o.position) | _after(out_words, o.position)
             clash = sorted(c for c in said for g in given if frozenset((c, g)) in _OPPOSED)
             if clash:
-                found.append(Finding(kind="contradiction", code="opposite", words=[m.lemma, *clash],
-                                     detail=f'the output makes "{m.lemma}" {", ".join(clash)} '
-                                            f'(the prompt: {", ".join(sorted(given))})'))
+                found.append(
+                    Finding(
+                        kind="contradiction",
+                        code="opposite",
+                        words=[m.lemma, *clash],
+                        detail=f'the output makes "{m.lemma}" {", ".join(clash)} '
+                        f"(the prompt: {', '.join(sorted(given))})",
+                    )
+                )
                 break
     return unique(found + _lost_shapes(source, src_words, out_words))
 
 
 # the words that say each shape anywhere in a text ("triangle-shaped", "a hexagon")
-_SHAPE_SAID = {"round": "circle circles sphere spheres disc disk ring ball-shaped",
-               "square": "squares cube cubes",
-               "rectangular": "rectangle rectangles box-shaped",
-               "triangular": "triangle triangles triangle-shaped",
-               "pentagonal": "pentagon pentagons pentagon-shaped",
-               "hexagonal": "hexagon hexagons hexagon-shaped honeycomb",
-               "octagonal": "octagon octagons octagon-shaped"}
+_SHAPE_SAID = {
+    "round": "circle circles sphere spheres disc disk ring ball-shaped",
+    "square": "squares cube cubes",
+    "rectangular": "rectangle rectangles box-shaped",
+    "triangular": "triangle triangles triangle-shaped",
+    "pentagonal": "pentagon pentagons pentagon-shaped",
+    "hexagonal": "hexagon hexagons hexagon-shaped honeycomb",
+    "octagonal": "octagon octagons octagon-shaped",
+}
 
 
-def _lost_shapes(source: list[Mention], src_words: list[Word], out_words: list[Word]) -> list[Finding]:
+def _lost_shapes(
+    source: list[Mention], src_words: list[Word], out_words: list[Word]
+) -> list[Finding]:
     """A ``lost_shape`` for each shape the prompt gives a thing ("a triangular chain necklace")
     that no word of the output says."""
     said = {w.text for w in out_words}
@@ -107,8 +134,14 @@ def _lost_shapes(source: list[Mention], src_words: list[Word], out_words: list[W
     for m in source:
         for shape in sorted(_before(src_words, m.position) & set(_SHAPES)):
             if not said & (_CLASSES[shape] | set(_SHAPE_SAID[shape].split())):
-                lost.append(Finding(kind="lost", code="lost_shape", words=[m.lemma, shape],
-                                    detail=f'the output lost the shape of "{m.lemma}" ({shape})'))
+                lost.append(
+                    Finding(
+                        kind="lost",
+                        code="lost_shape",
+                        words=[m.lemma, shape],
+                        detail=f'the output lost the shape of "{m.lemma}" ({shape})',
+                    )
+                )
     return lost
 
 
@@ -143,7 +176,7 @@ def _after(ws: list[Word], position: int) -> set[str]:
 def _run(ws: list[Word], start: int, position: int) -> list[str]:
     """The describing words from ``start`` on, in the noun's phrase."""
     run = []
-    for w in ws[start: start + 4]:
+    for w in ws[start : start + 4]:
         if w.phrase != ws[position].phrase or not (w.text in _CLASS_OF or w.text in _SKIPPED):
             break
         run.append(w.text)

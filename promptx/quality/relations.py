@@ -27,33 +27,84 @@ _RELATIONS = {
     "left": (r"\b(?:to|on|at) the left\b|\bleft of\b", ("left",)),
     "right": (r"\b(?:to|on|at) the right\b|\bright of\b", ("right",)),
     # a relation is kept by its converse too ("under the northern lights": "overhead, the lights")
-    "above": (r"\babove\b|\bon (?:the )?top of\b", ("above", "over", "top", "atop", "below", "beneath", "under")),
-    "below": (r"\b(?:below|under|beneath|underneath)\b|\b(?:on|at) the bottom of\b",
-              ("below", "under", "beneath", "underneath", "bottom", "above", "overhead", "over")),
+    "above": (
+        r"\babove\b|\bon (?:the )?top of\b",
+        ("above", "over", "top", "atop", "below", "beneath", "under"),
+    ),
+    "below": (
+        r"\b(?:below|under|beneath|underneath)\b|\b(?:on|at) the bottom of\b",
+        ("below", "under", "beneath", "underneath", "bottom", "above", "overhead", "over"),
+    ),
     "behind": (r"\bbehind\b", ("behind", "back")),
     "in front": (r"\bin front of\b", ("front", "before", "ahead")),
     # actions that relate two things: kept by a word anywhere in the output (its sentences often
     # name the holder only as "he" or "she")
-    "holding": (r"\bhold(?:s|ing)?\b", ("hold", "holds", "holding", "held", "grip", "grips", "gripping",
-                                        "clutches", "clutching", "carries", "carrying", "grasps", "grasping",
-                                        "clasps", "clasping", "cradles", "cradling", "hand", "hands", "paw",
-                                        "paws", "palm", "fingers", "lifts", "raises")),
-    "hanging": (r"\bhang(?:s|ing)?\b(?! out)|\bhung\b", ("hang", "hangs", "hanging", "hung", "dangles",
-                                                          "dangling", "suspended", "swings", "swinging")),
-    "beside": (r"\bbeside\b|\bnext to\b", ("beside", "next", "side", "alongside", "near", "left", "right")),
+    "holding": (
+        r"\bhold(?:s|ing)?\b",
+        (
+            "hold",
+            "holds",
+            "holding",
+            "held",
+            "grip",
+            "grips",
+            "gripping",
+            "clutches",
+            "clutching",
+            "carries",
+            "carrying",
+            "grasps",
+            "grasping",
+            "clasps",
+            "clasping",
+            "cradles",
+            "cradling",
+            "hand",
+            "hands",
+            "paw",
+            "paws",
+            "palm",
+            "fingers",
+            "lifts",
+            "raises",
+        ),
+    ),
+    "hanging": (
+        r"\bhang(?:s|ing)?\b(?! out)|\bhung\b",
+        (
+            "hang",
+            "hangs",
+            "hanging",
+            "hung",
+            "dangles",
+            "dangling",
+            "suspended",
+            "swings",
+            "swinging",
+        ),
+    ),
+    "beside": (
+        r"\bbeside\b|\bnext to\b",
+        ("beside", "next", "side", "alongside", "near", "left", "right"),
+    ),
 }
 
 
-def relation_findings(prompt: str, text: str, source: list[Mention], out_words: list[Word],
-                       lex: Lexicon) -> list[Finding]:
+def relation_findings(
+    prompt: str, text: str, source: list[Mention], out_words: list[Word], lex: Lexicon
+) -> list[Finding]:
     """Spatial relations of the prompt ("a toilet on the left of a hair drier"): kept when a
     word that says it stands in a sentence of the output that names one of its two ends
     ("a window above" elsewhere keeps nothing); left and right must not change sides."""
     lost, swapped = [], []
     low = prompt.lower()
     sentences = _sentences(text)
-    things = [m.lemma for m in source if m.lemma not in PICTURE_WORDS]   # not "left" of "on the left of"
-    vertical = any(re.search(_RELATIONS[name][0], low) for name in _VERTICAL)   # "under the table, then left"
+    things = [
+        m.lemma for m in source if m.lemma not in PICTURE_WORDS
+    ]  # not "left" of "on the left of"
+    vertical = any(
+        re.search(_RELATIONS[name][0], low) for name in _VERTICAL
+    )  # "under the table, then left"
     plural = frozenset(m.lemma for m in source if m.many)
     for name, (said, keep) in _RELATIONS.items():
         hit = re.search(said, low)
@@ -64,7 +115,12 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
             swapped.append(name)
         elif ends and name in _VERTICAL and _upside_down(name, ends, sentences, lex):
             swapped.append(name)
-        elif ends and name in _SIDE_BY_SIDE and not vertical and _stacked(ends, plural, sentences, lex):
+        elif (
+            ends
+            and name in _SIDE_BY_SIDE
+            and not vertical
+            and _stacked(ends, plural, sentences, lex)
+        ):
             swapped.append(name)
         elif not _relation_kept(name, keep, ends, things, sentences, out_words, lex):
             lost.append(name)
@@ -73,23 +129,50 @@ def relation_findings(prompt: str, text: str, source: list[Mention], out_words: 
         swapped.append(moved)
     out = []
     if lost:
-        out.append(Finding(kind="lost", code="lost_relation", words=lost,
-                           detail=f'the output lost the spatial relation ({", ".join(lost)}) of the prompt'))
+        out.append(
+            Finding(
+                kind="lost",
+                code="lost_relation",
+                words=lost,
+                detail=f"the output lost the spatial relation ({', '.join(lost)}) of the prompt",
+            )
+        )
     if swapped:
-        out.append(Finding(kind="contradiction", code="relation", words=swapped,
-                           detail=f'the output turns the prompt\'s relation around ({", ".join(swapped)})'))
+        out.append(
+            Finding(
+                kind="contradiction",
+                code="relation",
+                words=swapped,
+                detail=f"the output turns the prompt's relation around ({', '.join(swapped)})",
+            )
+        )
     return out
 
 
 # a placing verb right after the output's echo of the prompt: "A turtle on the bottom of a chair sits
 # on a smooth, wooden desk", "A rabbit in front of a balloon sits in a red balloon"
-_PLACED = re.compile(r"[\s,]*(?:sits?|stands?|lies|lie|rests?|perch(?:es)?|(?:is|are) (?:placed|set))\s+"
-                     r"(on top of|on|upon|atop|inside|in)\b", re.I)
+_PLACED = re.compile(
+    r"[\s,]*(?:sits?|stands?|lies|lie|rests?|perch(?:es)?|(?:is|are) (?:placed|set))\s+"
+    r"(on top of|on|upon|atop|inside|in)\b",
+    re.I,
+)
 # a relation right after the prompt's first thing: one that rests it on the other thing, or one beside it
-_SIDE_WORDS = frozenset(["in front of", "behind", "next to", "beside", "on the left of", "on the right of",
-                         "to the left of", "to the right of"])
-_ECHO_RELATION = re.compile(r"\s(?P<rel>(?:on|to) the (?:left|right) of|on (?:the )?top of|on the bottom of|"
-                            r"on|atop|upon|in front of|behind|next to|beside)\s")
+_SIDE_WORDS = frozenset(
+    [
+        "in front of",
+        "behind",
+        "next to",
+        "beside",
+        "on the left of",
+        "on the right of",
+        "to the left of",
+        "to the right of",
+    ]
+)
+_ECHO_RELATION = re.compile(
+    r"\s(?P<rel>(?:on|to) the (?:left|right) of|on (?:the )?top of|on the bottom of|"
+    r"on|atop|upon|in front of|behind|next to|beside)\s"
+)
 
 
 def _moved_after_echo(prompt: str, text: str, source: list[Mention], lex: Lexicon) -> str | None:
@@ -105,14 +188,20 @@ def _moved_after_echo(prompt: str, text: str, source: list[Mention], lex: Lexico
         return None
     before = re.findall(r"[a-z]+", echo[: related.start("rel")])
     if not before or lex.noun_lemma(before[-1]) != things[0].lemma:
-        return None                       # "a man holding a cup on a table": the cup's, not the man's
+        return None  # "a man holding a cup on a table": the cup's, not the man's
     placed = _PLACED.match(text, len(echo))
-    where = next((m.lemma for m in mentions(words(text[placed.end():])[:5], lex)), None) if placed else None
+    where = (
+        next((m.lemma for m in mentions(words(text[placed.end() :])[:5], lex)), None)
+        if placed
+        else None
+    )
     if where is None:
         return None
     last = things[-1].lemma
-    same = where == last or lex.shares_a_sense(last, where)   # not "desk" for "chair": furniture both
-    inside = placed.group(1).lower() in ("in", "inside")      # "sits in a sunny window" may hold both
+    same = where == last or lex.shares_a_sense(
+        last, where
+    )  # not "desk" for "chair": furniture both
+    inside = placed.group(1).lower() in ("in", "inside")  # "sits in a sunny window" may hold both
     side = related.group("rel") in _SIDE_WORDS
     if not side and not same and not inside:
         return "on"
@@ -129,8 +218,15 @@ def _sentences(text: str) -> list[list[Word]]:
 _ACTIONS = frozenset({"holding", "hanging"})
 
 
-def _relation_kept(name: str, keep, ends: tuple[str, str] | None, things: list[str], sentences, out_words,
-                   lex: Lexicon) -> bool:
+def _relation_kept(
+    name: str,
+    keep,
+    ends: tuple[str, str] | None,
+    things: list[str],
+    sentences,
+    out_words,
+    lex: Lexicon,
+) -> bool:
     """A word that keeps the relation in a sentence that names one of the prompt's things
     ("a sheep eating flowers from behind a fence": "a pasture stretches behind the sheep")."""
     if name == "above" and ends and _on(ends[1], out_words, lex):
@@ -153,7 +249,7 @@ def _relation_ends(at: int, source: list[Mention], low: str) -> tuple[str, str] 
 
 
 def _swapped(name: str, ends: tuple[str, str], sentences, lex: Lexicon) -> bool:
-    """"A on the left of B" written with A on the right, and never A on the left."""
+    """ "A on the left of B" written with A on the right, and never A on the left."""
     subject = ends[0]
     here = _said_beside(name, ends, sentences, lex)
     there = _said_beside("right" if name == "left" else "left", ends, sentences, lex)
@@ -161,12 +257,14 @@ def _swapped(name: str, ends: tuple[str, str], sentences, lex: Lexicon) -> bool:
 
 
 # the words that put the first of two things over or under the second ("the cup on top of the book")
-_VERTICAL = {"above": frozenset("above over top atop".split()),
-             "below": frozenset("below under beneath underneath bottom".split())}
+_VERTICAL = {
+    "above": frozenset("above over top atop".split()),
+    "below": frozenset("below under beneath underneath bottom".split()),
+}
 
 
 def _upside_down(name: str, ends: tuple[str, str], sentences, lex: Lexicon) -> bool:
-    """"A on the bottom of B" written only the other way: a sentence reading "A ... on top of ...
+    """ "A on the bottom of B" written only the other way: a sentence reading "A ... on top of ...
     B" or "B ... under ... A", and none reading it as the prompt does."""
     other = "below" if name == "above" else "above"
     readings = [reading for sent in sentences for reading in _vertical_readings(sent, ends, lex)]
@@ -178,32 +276,52 @@ def _upside_down(name: str, ends: tuple[str, str], sentences, lex: Lexicon) -> b
 # bird behind a desk shows its head above it)
 _SIDE_BY_SIDE = frozenset({"left", "right", "beside"})
 # things named only in the plural, which "it" (a pair) or "them" stands for ("the bear rests on top of them")
-_PRONOUNS_OF = {pair: {"it", "them"} for pair in """scissors glasses sunglasses goggles binoculars pants trousers
-    jeans shorts tongs pliers headphones earphones""".split()}
-_STACKING = frozenset("atop under beneath underneath".split())   # and "top of"; not "above" (taller)
+_PRONOUNS_OF = {
+    pair: {"it", "them"}
+    for pair in """scissors glasses sunglasses goggles binoculars pants trousers
+    jeans shorts tongs pliers headphones earphones""".split()
+}
+_STACKING = frozenset("atop under beneath underneath".split())  # and "top of"; not "above" (taller)
 
 
 def _stacking_word(sent: list[Word], k: int) -> bool:
-    return sent[k].text in _STACKING or sent[k].text == "top" and k + 1 < len(sent) and sent[k + 1].text == "of"
+    return (
+        sent[k].text in _STACKING
+        or sent[k].text == "top"
+        and k + 1 < len(sent)
+        and sent[k + 1].text == "of"
+    )
 
 
 def _stacked(ends: tuple[str, str], plural: frozenset[str], sentences, lex: Lexicon) -> bool:
-    """"A on the right of B" (or beside it) with one of them put on or under the other: "the
+    """ "A on the right of B" (or beside it) with one of them put on or under the other: "the
     brush rests on top of it" ("it": the other end; "them" for a plural one, "the scissors"),
     "the train passes under the plane"."""
-    return any(_vertical_readings(sent, ends, lex, stacking=True, plural=plural) for sent in sentences)
+    return any(
+        _vertical_readings(sent, ends, lex, stacking=True, plural=plural) for sent in sentences
+    )
 
 
-def _vertical_readings(sent: list[Word], ends: tuple[str, str], lex: Lexicon, *,
-                       stacking: bool = False, plural: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
+def _vertical_readings(
+    sent: list[Word],
+    ends: tuple[str, str],
+    lex: Lexicon,
+    *,
+    stacking: bool = False,
+    plural: frozenset[str] = frozenset(),
+) -> list[tuple[str, str, str]]:
     """(thing, "above"/"below", thing) for each vertical word of ``sent`` between the nearest
     named ends before and after it. ``stacking``: only words that put one thing on or under
     another, ends named by their own word ("lights" names no microwave), and "it"/"them" after
     the word stands for the end not named before it."""
     named = []
     for k, w in enumerate(sent):
-        which = [end for end in ends if (_named_exactly(w, end, lex) if stacking else _names(w, end, lex))]
-        if len(which) == 1:                 # "rug" names a carpet too: neither end for sure
+        which = [
+            end
+            for end in ends
+            if (_named_exactly(w, end, lex) if stacking else _names(w, end, lex))
+        ]
+        if len(which) == 1:  # "rug" names a carpet too: neither end for sure
             named.append((k, which[0]))
     out = []
     for k, w in enumerate(sent):
@@ -214,8 +332,10 @@ def _vertical_readings(sent: list[Word], ends: tuple[str, str], lex: Lexicon, *,
         after = [end for j, end in named if j > k]
         if stacking and before and not after:
             other = ends[1] if before[-1] == ends[0] else ends[0]
-            pronouns = _PRONOUNS_OF.get(other, {"them"} if other in plural else {"it"})   # "beneath them": both
-            if any(x.text in pronouns for x in sent[k + 1: k + 4]):
+            pronouns = _PRONOUNS_OF.get(
+                other, {"them"} if other in plural else {"it"}
+            )  # "beneath them": both
+            if any(x.text in pronouns for x in sent[k + 1 : k + 4]):
                 after = [other]
         if side and before and after and before[-1] != after[0]:
             out.append((before[-1], side, after[0]))
@@ -224,8 +344,13 @@ def _vertical_readings(sent: list[Word], ends: tuple[str, str], lex: Lexicon, *,
 
 def _said_beside(side: str, ends: tuple[str, str], sentences, lex: Lexicon) -> set[str]:
     """Which of ``ends`` share a sentence with the word ``side``."""
-    return {end for sent in sentences if side in {w.text for w in sent}
-            for end in ends if _sentence_names(sent, end, lex)}
+    return {
+        end
+        for sent in sentences
+        if side in {w.text for w in sent}
+        for end in ends
+        if _sentence_names(sent, end, lex)
+    }
 
 
 def _sentence_names(sent: list[Word], end: str, lex: Lexicon) -> bool:
@@ -237,14 +362,16 @@ def _named_exactly(w: Word, end: str, lex: Lexicon) -> bool:
 
 
 def _names(w: Word, end: str, lex: Lexicon) -> bool:
-    return w.text in (end, end + "s", end + "es") or matches(end, lex.noun_lemma(w.text) or w.text, lex)
+    return w.text in (end, end + "s", end + "es") or matches(
+        end, lex.noun_lemma(w.text) or w.text, lex
+    )
 
 
 def _on(obj: str, out_words: list[Word], lex: Lexicon) -> bool:
-    """"perched on the washing machine" keeps "on top of the washing machine"."""
+    """ "perched on the washing machine" keeps "on top of the washing machine"."""
     for k, w in enumerate(out_words):
         if w.text in ("on", "onto", "upon", "atop"):
-            for nxt in out_words[k + 1: k + 5]:
+            for nxt in out_words[k + 1 : k + 5]:
                 if nxt.phrase != w.phrase:
                     break
                 noun = lex.noun_lemma(nxt.text)

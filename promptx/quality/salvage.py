@@ -26,31 +26,48 @@ __all__ = ["drop_offending_sentences", "say_asked_view", "say_lost_camera"]
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _DROPPABLE = frozenset({"second_person", "first_person", "dialogue", "talks_to_user"})
-_WORDED = frozenset({"medium", "time_of_day"})    # contradictions said by words a sentence can lose
+_WORDED = frozenset({"medium", "time_of_day"})  # contradictions said by words a sentence can lose
 # how a closing sentence says each move or speed ``camera`` finds lost (its own patterns keep them)
-_CAMERA_SENTENCES = {"pan left": "The camera pans slowly to the left.",
-                     "pan right": "The camera pans slowly to the right.",
-                     "tilt up": "The camera tilts slowly upward.", "tilt down": "The camera tilts slowly downward.",
-                     "zoom in": "The camera slowly zooms in.", "zoom out": "The camera slowly zooms out.",
-                     "orbit": "The camera orbits around the scene.",
-                     "timelapse": "The whole scene plays as a timelapse.",
-                     "slow motion": "Everything moves in slow motion."}
+_CAMERA_SENTENCES = {
+    "pan left": "The camera pans slowly to the left.",
+    "pan right": "The camera pans slowly to the right.",
+    "tilt up": "The camera tilts slowly upward.",
+    "tilt down": "The camera tilts slowly downward.",
+    "zoom in": "The camera slowly zooms in.",
+    "zoom out": "The camera slowly zooms out.",
+    "orbit": "The camera orbits around the scene.",
+    "timelapse": "The whole scene plays as a timelapse.",
+    "slow motion": "Everything moves in slow motion.",
+}
 _SPEEDS = frozenset({"timelapse", "slow motion"})
 
 
 def drop_offending_sentences(text: str, assessment: Assessment) -> str:
     """``text`` without the sentences the findings name; "" when nothing would be left, and
     ``text`` unchanged when a finding cannot be mended by dropping sentences."""
-    if any(f.kind == "lost" or f.kind == "contradiction" and f.code not in _WORDED for f in assessment.findings):
+    if any(
+        f.kind == "lost" or f.kind == "contradiction" and f.code not in _WORDED
+        for f in assessment.findings
+    ):
         return text
     codes = {f.code for f in assessment.findings}
-    if codes - _DROPPABLE and not all(f.kind == "added_subject" or f.code in _DROPPABLE | _WORDED
-                                      for f in assessment.findings):
+    if codes - _DROPPABLE and not all(
+        f.kind == "added_subject" or f.code in _DROPPABLE | _WORDED for f in assessment.findings
+    ):
         return text
     # the words to drop a sentence for: added subjects, a photo word that makes a painting a photo,
     # a time of day the prompt rules out ("Soft morning light from above." in a night scene)
-    added = {w for f in assessment.findings if f.kind == "added_subject" or f.code in _WORDED for w in f.words}
-    kept = [s.strip() for s in _SENTENCE_BREAK.split(text.strip()) if s.strip() and not _offends(s, added, codes)]
+    added = {
+        w
+        for f in assessment.findings
+        if f.kind == "added_subject" or f.code in _WORDED
+        for w in f.words
+    }
+    kept = [
+        s.strip()
+        for s in _SENTENCE_BREAK.split(text.strip())
+        if s.strip() and not _offends(s, added, codes)
+    ]
     return re.sub(r"(?<=[。！？]) ", "", " ".join(kept))
 
 
@@ -66,9 +83,9 @@ def _offends(sentence: str, added: set[str], codes: set[str]) -> bool:
     if "first_person" in codes and FIRST_PERSON.search(sentence):
         return True
     if any(w in sentence for w in added if not w.isascii() or not w.isalpha()):
-        return True                              # Chinese ("一只黑色的大狗"), made-up quoted text
+        return True  # Chinese ("一只黑色的大狗"), made-up quoted text
     if any(" " in w and w in low for w in added):
-        return True                              # "early morning", "broad daylight"
+        return True  # "early morning", "broad daylight"
     return any(w in added or lex.noun_lemma(w) in added for w in re.findall(r"[a-z]+", low))
 
 
@@ -79,16 +96,27 @@ def say_lost_camera(text: str, assessment: Assessment) -> str:
     would be left)."""
     findings = assessment.findings
     lost = [w for f in findings for w in f.words]
-    if not findings or any(f.code not in ("lost_camera", "camera_still") for f in findings) or has_cjk(text):
+    if (
+        not findings
+        or any(f.code not in ("lost_camera", "camera_still") for f in findings)
+        or has_cjk(text)
+    ):
         return text
     if any(move not in _CAMERA_SENTENCES for move in lost):
         return text
-    moves = set(lost) - _SPEEDS       # a move replaces what the text made the camera do; a speed does not
-    kept = [s.strip() for s in _SENTENCE_BREAK.split(text.strip())
-            if s.strip() and not (moves and directs_camera(s))]
+    moves = (
+        set(lost) - _SPEEDS
+    )  # a move replaces what the text made the camera do; a speed does not
+    kept = [
+        s.strip()
+        for s in _SENTENCE_BREAK.split(text.strip())
+        if s.strip() and not (moves and directs_camera(s))
+    ]
     if not kept:
         return ""
-    return " ".join([_closed(" ".join(kept)), *(_CAMERA_SENTENCES[move] for move in dict.fromkeys(lost))])
+    return " ".join(
+        [_closed(" ".join(kept)), *(_CAMERA_SENTENCES[move] for move in dict.fromkeys(lost))]
+    )
 
 
 def say_asked_view(prompt: str, text: str) -> str:

@@ -15,43 +15,104 @@ from dataclasses import dataclass
 
 from .lexicon import Lexicon
 
-__all__ = ["DETERMINERS", "FILLER", "FUNCTION_WORDS", "GROUP_COUNTS", "NUMBERS", "PREPOSITIONS", "Word",
-           "color_of", "compound_noun", "describes", "shades_next", "words"]
+__all__ = [
+    "DETERMINERS",
+    "FILLER",
+    "FUNCTION_WORDS",
+    "GROUP_COUNTS",
+    "NUMBERS",
+    "PREPOSITIONS",
+    "Word",
+    "color_of",
+    "compound_noun",
+    "describes",
+    "shades_next",
+    "words",
+]
 
 # a run of letters and digits with a digit after a letter ("#20B2AA", "B2") is one word, not a
 # count ("1girl", "3 apples" still count); "1,000", "3.5" and "12:30" are one number each
-_TOKEN = re.compile(r"(?:\d*[^\W\d_]+\d)[^\W_]*|[^\W\d_]+(?:[-'’][^\W\d_]+)*|\d+(?:[.,:]\d+)*|[.!?;:,()\"“”«»]")
+_TOKEN = re.compile(
+    r"(?:\d*[^\W\d_]+\d)[^\W_]*|[^\W\d_]+(?:[-'’][^\W\d_]+)*|\d+(?:[.,:]\d+)*|[.!?;:,()\"“”«»]"
+)
 _PHRASE_END = frozenset(".!?;:,()")
-_QUOTE_CHARS = frozenset("\"“”«»")
-NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-            "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "single": 1, "lone": 1, "sole": 1,
-            "solitary": 1, "twin": 2, "dozen": 12, "hundred": 100, "thousand": 1000, "a": 1, "an": 1}
+_QUOTE_CHARS = frozenset('"“”«»')
+NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "single": 1,
+    "lone": 1,
+    "sole": 1,
+    "solitary": 1,
+    "twin": 2,
+    "dozen": 12,
+    "hundred": 100,
+    "thousand": 1000,
+    "a": 1,
+    "an": 1,
+}
 GROUP_COUNTS = {"pair": 2, "couple": 2, "trio": 3, "quartet": 4, "dozen": 12}
 # words that may stand between a count or colour and its noun ("three small red apples")
-FILLER = frozenset("""small large big tiny little huge giant tall short old young new fluffy shiny
+FILLER = frozenset(
+    """small large big tiny little huge giant tall short old young new fluffy shiny
     round square bright dark light pale deep vivid fresh ripe wooden metal glass plastic stone
     striped spotted furry cute happy sleek vintage modern ancient wild baby adult and or the of
-    very fat thin long curly straight wet dry""".split())
+    very fat thin long curly straight wet dry""".split()
+)
 # colour words WordNet files as adjectives, with their family
-_COLOR_ADJECTIVES = {"golden": "yellow", "blond": "yellow", "blonde": "yellow", "silvery": "silver", "silver": "silver",
-                     "reddish": "red", "bluish": "blue", "greenish": "green", "yellowish": "yellow",
-                     "pinkish": "pink", "purplish": "purple", "brownish": "brown", "blackish": "black",
-                     "whitish": "white", "grayish": "grey", "greyish": "grey", "orangish": "orange",
-                     "brunette": "brown", "auburn": "red", "ginger": "orange", "platinum": "silver",
-                     "raven": "black", "jet": "black", "dark": "dark"}
-FUNCTION_WORDS = frozenset("""at in on of to by for with from as is are was were and or but a an the
-    it its his her their this that""".split())
+_COLOR_ADJECTIVES = {
+    "golden": "yellow",
+    "blond": "yellow",
+    "blonde": "yellow",
+    "silvery": "silver",
+    "silver": "silver",
+    "reddish": "red",
+    "bluish": "blue",
+    "greenish": "green",
+    "yellowish": "yellow",
+    "pinkish": "pink",
+    "purplish": "purple",
+    "brownish": "brown",
+    "blackish": "black",
+    "whitish": "white",
+    "grayish": "grey",
+    "greyish": "grey",
+    "orangish": "orange",
+    "brunette": "brown",
+    "auburn": "red",
+    "ginger": "orange",
+    "platinum": "silver",
+    "raven": "black",
+    "jet": "black",
+    "dark": "dark",
+}
+FUNCTION_WORDS = frozenset(
+    """at in on of to by for with from as is are was were and or but a an the
+    it its his her their this that""".split()
+)
 DETERMINERS = frozenset("a an the this that its his her their every each".split())
-PREPOSITIONS = frozenset("""along across around behind beside besides between beyond over under
+PREPOSITIONS = frozenset(
+    """along across around behind beside besides between beyond over under
     through throughout toward towards into onto upon within without near above below beneath past off
-    out up down about after before against among inside outside via underneath amid amidst""".split())
+    out up down about after before against among inside outside via underneath amid amidst""".split()
+)
 
 
 @dataclass(frozen=True)
 class Word:
-    text: str          # lower case, possessive 's removed
+    text: str  # lower case, possessive 's removed
     raw: str
-    phrase: int        # index of the phrase (between punctuation marks)
+    phrase: int  # index of the phrase (between punctuation marks)
     quoted: bool
 
 
@@ -85,8 +146,12 @@ def color_of(word: str, lex: Lexicon) -> str | None:
 def shades_next(ws: list, i: int, lex: Lexicon) -> bool:
     """The word at ``i`` only shades the hue after it: "dark blue" is a blue, not a dark
     ("dark grey", "dark brown" stay dark too: near black)."""
-    return (ws[i].text == "dark" and i + 1 < len(ws) and ws[i + 1].phrase == ws[i].phrase
-            and color_of(ws[i + 1].text, lex) not in (None, "grey", "brown", "black", "dark"))
+    return (
+        ws[i].text == "dark"
+        and i + 1 < len(ws)
+        and ws[i + 1].phrase == ws[i].phrase
+        and color_of(ws[i + 1].text, lex) not in (None, "grey", "brown", "black", "dark")
+    )
 
 
 def describes(word: str, lex: Lexicon, *, compound: bool = False) -> bool:

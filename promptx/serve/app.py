@@ -32,6 +32,7 @@ SERVED_ALIAS = "promptx"
 
 def create_app(state: ServerState, *, api_key: str | None = None) -> RequestGate:
     """The ASGI application: the gate around the routes."""
+
     @asynccontextmanager
     async def lifespan(_app):
         state.load_in_background()
@@ -41,7 +42,9 @@ def create_app(state: ServerState, *, api_key: str | None = None) -> RequestGate
     app = FastAPI(title="promptx", lifespan=lifespan, docs_url=None, redoc_url=None)
     _add_error_handlers(app)
     _add_routes(app, state)
-    return RequestGate(app, api_key=api_key, max_body_bytes=state.limits.max_body_bytes, metrics=state.metrics)
+    return RequestGate(
+        app, api_key=api_key, max_body_bytes=state.limits.max_body_bytes, metrics=state.metrics
+    )
 
 
 def _add_routes(app: FastAPI, state: ServerState) -> None:
@@ -50,8 +53,11 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
         if state.enhancer is not None:
             return {"status": "ok", "model": state.model_name}
         status = "error" if state.load_error else "loading"
-        return JSONResponse({"status": status, "error": state.load_error}, status_code=503,
-                            headers={"Retry-After": "2"})
+        return JSONResponse(
+            {"status": status, "error": state.load_error},
+            status_code=503,
+            headers={"Retry-After": "2"},
+        )
 
     @app.get("/metrics")
     def metrics():
@@ -60,9 +66,17 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     @app.get("/v1/models")
     def models():
         backend = state.ready().backend
-        entry = {"object": "model", "created": 0, "owned_by": "promptx", "prompt_style": backend.prompt_style,
-                 "context_window": backend.context_window}
-        return {"object": "list", "data": [{"id": backend.model_name, **entry}, {"id": SERVED_ALIAS, **entry}]}
+        entry = {
+            "object": "model",
+            "created": 0,
+            "owned_by": "promptx",
+            "prompt_style": backend.prompt_style,
+            "context_window": backend.context_window,
+        }
+        return {
+            "object": "list",
+            "data": [{"id": backend.model_name, **entry}, {"id": SERVED_ALIAS, **entry}],
+        }
 
     @app.post("/v1/enhance")
     async def enhance(body: EnhanceBody):
@@ -73,7 +87,9 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
             options["image"] = _decoded_image(body.image, state.limits.max_image_pixels)
         state.admit()
         result = await state.run(lambda: enhancer.enhance(body.prompt, body.target, **options))
-        state.metrics.observe_generation(result.stats.completion_tokens, result.stats.acceptance_length)
+        state.metrics.observe_generation(
+            result.stats.completion_tokens, result.stats.acceptance_length
+        )
         return JSONResponse(json.loads(result.model_dump_json()))
 
     @app.post("/v1/chat/completions")
@@ -88,12 +104,18 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
         if body.stream:
             state.admit()
             try:
-                run = backend.start(messages, options)         # a prompt that cannot fit fails here: 400
+                run = backend.start(messages, options)  # a prompt that cannot fit fails here: 400
             except BaseException:
                 state.release()
                 raise
-            events = chunk_events(Pump(run, state), ident, created, name, state,
-                                  usage=bool((body.stream_options or {}).get("include_usage")))
+            events = chunk_events(
+                Pump(run, state),
+                ident,
+                created,
+                name,
+                state,
+                usage=bool((body.stream_options or {}).get("include_usage")),
+            )
             return StreamingResponse(events, media_type="text/event-stream")
         state.admit()
         output = await state.run(lambda: enhancer.generate(messages, options))
@@ -108,7 +130,9 @@ class _NoSuchModel(Exception):
 
 def _check_prompt(prompt: str | None, limit: int) -> None:
     if prompt is not None and len(prompt) > limit:
-        raise InvalidInputError(f"the prompt is {len(prompt):,} characters; this server takes at most {limit:,}")
+        raise InvalidInputError(
+            f"the prompt is {len(prompt):,} characters; this server takes at most {limit:,}"
+        )
 
 
 def _decoded_image(data: str, max_pixels: int) -> bytes:
@@ -123,38 +147,61 @@ def _decoded_image(data: str, max_pixels: int) -> bytes:
     return raw
 
 
-_STATUS = ((NotReady, 503, "not_ready"), (QueueFull, 429, "queue_full"), (RequestTimedOut, 504, "timeout"),
-           (_NoSuchModel, 404, "model_not_found"), (UnknownTargetError, 400, "unknown_target"),
-           (ImageError, 400, "invalid_image"), (InvalidInputError, 400, "invalid_request"),
-           (BackendError, 502, "backend_error"), (PromptxError, 500, "server_error"))
+_STATUS = (
+    (NotReady, 503, "not_ready"),
+    (QueueFull, 429, "queue_full"),
+    (RequestTimedOut, 504, "timeout"),
+    (_NoSuchModel, 404, "model_not_found"),
+    (UnknownTargetError, 400, "unknown_target"),
+    (ImageError, 400, "invalid_image"),
+    (InvalidInputError, 400, "invalid_request"),
+    (BackendError, 502, "backend_error"),
+    (PromptxError, 500, "server_error"),
+)
 
 
 _FRAMEWORK_KINDS = {404: "not_found", 405: "method_not_allowed", 400: "invalid_json"}
-_FRAMEWORK_MESSAGES = {404: "no such endpoint; see /v1/enhance, /v1/chat/completions, /v1/models, /health, /metrics",
-                       400: "the body is not valid JSON (UTF-8, nested at most a few hundred levels)"}
+_FRAMEWORK_MESSAGES = {
+    404: "no such endpoint; see /v1/enhance, /v1/chat/completions, /v1/models, /health, /metrics",
+    400: "the body is not valid JSON (UTF-8, nested at most a few hundred levels)",
+}
 
 
 def _add_error_handlers(app: FastAPI) -> None:
     def answer(status: int, kind: str, message: str) -> JSONResponse:
         headers = {"Retry-After": "1"} if status in (429, 503) else None
-        return JSONResponse(error_body(status, kind, message), status_code=status,
-                            headers=headers)
+        return JSONResponse(error_body(status, kind, message), status_code=status, headers=headers)
 
     for exc_type, status, kind in _STATUS:
-        app.add_exception_handler(exc_type, lambda _r, exc, s=status, k=kind: answer(s, k, str(exc)))
+        app.add_exception_handler(
+            exc_type, lambda _r, exc, s=status, k=kind: answer(s, k, str(exc))
+        )
 
     @app.exception_handler(HTTPException)
     async def framework(_request: Request, exc: HTTPException):
         """The framework's own errors (no such route, wrong method, a body it cannot parse)."""
-        kind = _FRAMEWORK_KINDS.get(exc.status_code, "invalid_request" if exc.status_code < 500 else "server_error")
-        return answer(exc.status_code, kind, _FRAMEWORK_MESSAGES.get(exc.status_code, str(exc.detail)))
+        kind = _FRAMEWORK_KINDS.get(
+            exc.status_code, "invalid_request" if exc.status_code < 500 else "server_error"
+        )
+        return answer(
+            exc.status_code, kind, _FRAMEWORK_MESSAGES.get(exc.status_code, str(exc.detail))
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError):
         errors = exc.errors()
         if any(e["type"] == "json_invalid" for e in errors):
             return answer(400, "invalid_json", "the body is not valid JSON")
-        if any(e["loc"] == ("body",) and e["type"] in ("model_attributes_type", "dict_type") for e in errors):
-            return answer(400, "invalid_request", "the body must be a JSON object (Content-Type: application/json)")
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in errors[:5])
+        if any(
+            e["loc"] == ("body",) and e["type"] in ("model_attributes_type", "dict_type")
+            for e in errors
+        ):
+            return answer(
+                400,
+                "invalid_request",
+                "the body must be a JSON object (Content-Type: application/json)",
+            )
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'][1:]) or 'body'}: {e['msg']}" for e in errors[:5]
+        )
         return answer(400, "invalid_request", problems or "invalid request body")

@@ -23,19 +23,28 @@ from .state import ServerState
 DEFAULT_MAX_TOKENS = 256
 
 
-def chat_request(body: ChatBody, backend: Backend, max_chars: int) -> tuple[Messages, GenerationOptions]:
+def chat_request(
+    body: ChatBody, backend: Backend, max_chars: int
+) -> tuple[Messages, GenerationOptions]:
     messages = [{"role": m.role, "content": _content(m.content, backend)} for m in body.messages]
     for index, message in enumerate(messages):
         if isinstance(message["content"], str):
             require_unicode(f"message {index}", message["content"])
     size = sum(len(json.dumps(m["content"])) for m in messages)
     if size > max_chars + 2 * len(messages) and not backend.vision:
-        raise InvalidInputError(f"the messages hold {size:,} characters; this server takes at most {max_chars:,}")
+        raise InvalidInputError(
+            f"the messages hold {size:,} characters; this server takes at most {max_chars:,}"
+        )
     stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop or ())
-    options = GenerationOptions(temperature=body.temperature, top_p=body.top_p, top_k=0,
-                                repetition_penalty=body.repetition_penalty,
-                                max_new_tokens=body.max_completion_tokens or body.max_tokens or DEFAULT_MAX_TOKENS,
-                                seed=body.seed, stop=stop)
+    options = GenerationOptions(
+        temperature=body.temperature,
+        top_p=body.top_p,
+        top_k=0,
+        repetition_penalty=body.repetition_penalty,
+        max_new_tokens=body.max_completion_tokens or body.max_tokens or DEFAULT_MAX_TOKENS,
+        seed=body.seed,
+        stop=stop,
+    )
     return messages, options
 
 
@@ -45,19 +54,33 @@ def _content(content, backend: Backend):
         return content or ""
     kinds = {part.get("type") for part in content}
     if kinds - {"text", "image_url"}:
-        raise InvalidInputError(f"unsupported content part type(s): {', '.join(sorted(map(str, kinds)))}")
+        raise InvalidInputError(
+            f"unsupported content part type(s): {', '.join(sorted(map(str, kinds)))}"
+        )
     if "image_url" in kinds:
         if not backend.vision:
-            raise InvalidInputError(f"model {backend.model_name} does not accept images (text parts only)")
+            raise InvalidInputError(
+                f"model {backend.model_name} does not accept images (text parts only)"
+            )
         return content
     return "\n".join(str(part.get("text", "")) for part in content)
 
 
 def chat_completion(output: GenerationOutput, ident: str, created: int, model: str) -> dict:
-    return {"id": ident, "object": "chat.completion", "created": created, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": output.text},
-                         "finish_reason": _finish(output.finish_reason)}],
-            "usage": _usage(output)}
+    return {
+        "id": ident,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": output.text},
+                "finish_reason": _finish(output.finish_reason),
+            }
+        ],
+        "usage": _usage(output),
+    }
 
 
 class Pump:
@@ -76,13 +99,21 @@ class Pump:
         state.run_detached(lambda: _pump(run, self.leaving, put))
 
 
-async def chunk_events(pump: Pump, ident: str, created: int, model: str, state: ServerState, *,
-                       usage: bool) -> AsyncIterator[str]:
+async def chunk_events(
+    pump: Pump, ident: str, created: int, model: str, state: ServerState, *, usage: bool
+) -> AsyncIterator[str]:
     """The pump's deltas as ``data: {chunk}`` events, then ``data: [DONE]``; a client that
     leaves stops the decode (and frees the model) at the next delta."""
+
     def event(choices: list, **extra) -> str:
-        chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
-                 "choices": choices, **extra}
+        chunk = {
+            "id": ident,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": choices,
+            **extra,
+        }
         return f"data: {json.dumps(chunk)}\n\n"
 
     def delta(content: dict, finish: str | None = None) -> str:
@@ -116,7 +147,7 @@ def _pump(run: GenerationRun, leaving: threading.Event, put) -> None:
                 return
             put(("delta", delta))
         put(("done", run.output))
-    except Exception as exc:   # noqa: BLE001 - reported to the client as an error event
+    except Exception as exc:  # noqa: BLE001 - reported to the client as an error event
         put(("error", exc))
     finally:
         run.close()
@@ -127,5 +158,8 @@ def _finish(reason: str) -> str:
 
 
 def _usage(output: GenerationOutput) -> dict:
-    return {"prompt_tokens": output.prompt_tokens, "completion_tokens": output.completion_tokens,
-            "total_tokens": output.prompt_tokens + output.completion_tokens}
+    return {
+        "prompt_tokens": output.prompt_tokens,
+        "completion_tokens": output.completion_tokens,
+        "total_tokens": output.prompt_tokens + output.completion_tokens,
+    }

@@ -14,15 +14,22 @@ import time
 
 from .metrics import Metrics
 
-OPEN_PATHS = frozenset({"/health"})          # answered without the API key
-KNOWN_ROUTES = frozenset({"/health", "/metrics", "/v1/models", "/v1/enhance", "/v1/chat/completions"})
+OPEN_PATHS = frozenset({"/health"})  # answered without the API key
+KNOWN_ROUTES = frozenset(
+    {"/health", "/metrics", "/v1/models", "/v1/enhance", "/v1/chat/completions"}
+)
 
 log = logging.getLogger("promptx.serve")
 
 
 class RequestGate:
     def __init__(self, app, *, api_key: str | None, max_body_bytes: int, metrics: Metrics) -> None:
-        self.app, self.api_key, self.max_body_bytes, self.metrics = app, api_key, max_body_bytes, metrics
+        self.app, self.api_key, self.max_body_bytes, self.metrics = (
+            app,
+            api_key,
+            max_body_bytes,
+            metrics,
+        )
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -42,8 +49,11 @@ class RequestGate:
             if refusal is None:
                 body, too_large = await _read_body(receive, self.max_body_bytes)
                 if too_large:
-                    refusal = (413, "request_too_large",
-                               f"the request body is over the limit of {self.max_body_bytes:,} bytes")
+                    refusal = (
+                        413,
+                        "request_too_large",
+                        f"the request body is over the limit of {self.max_body_bytes:,} bytes",
+                    )
             if refusal is not None:
                 await send_json(counted_send, *refusal)
             else:
@@ -55,18 +65,33 @@ class RequestGate:
         if self.api_key is None or scope["path"] in OPEN_PATHS:
             pass
         elif not hmac.compare_digest(_bearer(scope).encode(), self.api_key.encode()):
-            return 401, "invalid_api_key", "missing or wrong API key: send 'Authorization: Bearer <key>'"
+            return (
+                401,
+                "invalid_api_key",
+                "missing or wrong API key: send 'Authorization: Bearer <key>'",
+            )
         declared = _header(scope, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            return 413, "request_too_large", f"the request body is over the limit of {self.max_body_bytes:,} bytes"
+            return (
+                413,
+                "request_too_large",
+                f"the request body is over the limit of {self.max_body_bytes:,} bytes",
+            )
         return None
 
     def _record(self, scope, answer: dict, seconds: float) -> None:
         route = scope["path"] if scope["path"] in KNOWN_ROUTES else "other"
         self.metrics.observe_request(route, answer["status"], answer.get("headers_s", seconds))
         client = scope.get("client") or ("-", 0)
-        log.info('%s "%s %s" %d %dB %.1fms', client[0], scope["method"], scope["path"], answer["status"],
-                 answer["bytes"], seconds * 1000)
+        log.info(
+            '%s "%s %s" %d %dB %.1fms',
+            client[0],
+            scope["method"],
+            scope["path"],
+            answer["status"],
+            answer["bytes"],
+            seconds * 1000,
+        )
 
 
 def error_body(status: int, kind: str, message: str) -> dict:
@@ -74,13 +99,23 @@ def error_body(status: int, kind: str, message: str) -> dict:
     return {"error": {"message": message, "type": kind, "code": status}}
 
 
-async def send_json(send, status: int, kind: str, message: str, headers: dict | None = None) -> None:
+async def send_json(
+    send, status: int, kind: str, message: str, headers: dict | None = None
+) -> None:
     """An error answer sent straight to the ASGI channel (before the app is reached)."""
     body = json.dumps(error_body(status, kind, message)).encode()
     extra = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *extra]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *extra,
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -110,6 +145,7 @@ def _replay(body: bytes, receive):
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
         return await receive()
+
     return replayed
 
 

@@ -17,7 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from ..options import HTTP, EnhanceOptions, travelling
 
 #: the options whose JSON form is not their Python type: (annotation, field) in the body
-_AS_JSON = {"image": (str | None, Field(default=None, description="the input image file, base64 (a data: URL is fine)"))}
+_AS_JSON = {
+    "image": (
+        str | None,
+        Field(default=None, description="the input image file, base64 (a data: URL is fine)"),
+    )
+}
 
 
 class _EnhanceRequest(BaseModel):
@@ -32,14 +37,20 @@ class _EnhanceRequest(BaseModel):
 def _option_fields() -> dict[str, tuple[Any, Any]]:
     """The body's field of each option that travels over HTTP, in the declaration's order."""
     declared = EnhanceOptions.model_fields
-    return {name: _AS_JSON.get(name) or (declared[name].annotation, copy(declared[name]))
-            for name in travelling(HTTP)}
+    return {
+        name: _AS_JSON.get(name) or (declared[name].annotation, copy(declared[name]))
+        for name in travelling(HTTP)
+    }
 
 
 EnhanceBody = create_model(
-    "EnhanceBody", __base__=_EnhanceRequest, __module__=__name__, **_option_fields(),
+    "EnhanceBody",
+    __base__=_EnhanceRequest,
+    __module__=__name__,
+    **_option_fields(),
     __doc__="""``POST /v1/enhance``: what ``promptx.enhance`` takes, with the image as base64. Types are
-    strict: ``"seed": "7"``, ``"seed": true`` and ``"force": "yes"`` are refused, not converted.""")
+    strict: ``"seed": "7"``, ``"seed": true`` and ``"force": "yes"`` are refused, not converted.""",
+)
 
 
 class ChatMessage(BaseModel):

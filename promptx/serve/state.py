@@ -54,7 +54,9 @@ class ServerState:
         self.load_error: str | None = None
         self._in_flight = 0
         self._lock = threading.Lock()
-        self._workers = ThreadPoolExecutor(max_workers=self.limits.max_queue, thread_name_prefix="promptx-serve")
+        self._workers = ThreadPoolExecutor(
+            max_workers=self.limits.max_queue, thread_name_prefix="promptx-serve"
+        )
 
     # -- loading ---------------------------------------------------------------------------------
     def load_in_background(self) -> threading.Thread:
@@ -72,13 +74,13 @@ class ServerState:
     def _load(self) -> None:
         try:
             enhancer = Enhancer(quiet=True, **self.enhancer_options)
-            backend = enhancer.backend                      # loads the model now
+            backend = enhancer.backend  # loads the model now
             if enhancer.batcher is not None:
                 enhancer.batcher.on_batch = self.metrics.observe_batch
             self.model_name = backend.model_name
             self.enhancer = enhancer
             log.info("model %s loaded; serving", self.model_name)
-        except Exception as exc:   # noqa: BLE001 - reported by /health and every request
+        except Exception as exc:  # noqa: BLE001 - reported by /health and every request
             self.load_error = f"{type(exc).__name__}: {exc}"
             log.error("the model failed to load: %s", self.load_error)
 
@@ -86,15 +88,20 @@ class ServerState:
         """The loaded Enhancer, or ``NotReady`` saying why not."""
         if self.enhancer is not None:
             return self.enhancer
-        raise NotReady(f"the model failed to load: {self.load_error}" if self.load_error
-                       else "the model is still loading; retry shortly")
+        raise NotReady(
+            f"the model failed to load: {self.load_error}"
+            if self.load_error
+            else "the model is still loading; retry shortly"
+        )
 
     # -- running requests ------------------------------------------------------------------------
     def admit(self) -> None:
         with self._lock:
             if self._in_flight >= self.limits.max_queue:
-                raise QueueFull(f"{self._in_flight} requests are already queued (the limit is "
-                                f"{self.limits.max_queue}); retry shortly")
+                raise QueueFull(
+                    f"{self._in_flight} requests are already queued (the limit is "
+                    f"{self.limits.max_queue}); retry shortly"
+                )
             self._in_flight += 1
             self.metrics.set_queue_depth(self._in_flight)
 
@@ -105,6 +112,7 @@ class ServerState:
 
     async def run(self, work: Callable[[], Any]) -> Any:
         """``work()`` on a worker thread, for an admitted request (released when it ends)."""
+
         def job():
             try:
                 return work()
@@ -115,11 +123,14 @@ class ServerState:
         try:
             return await asyncio.wait_for(asyncio.shield(future), self.limits.request_timeout_s)
         except asyncio.TimeoutError:
-            raise RequestTimedOut(f"the request took longer than {self.limits.request_timeout_s:g} s") from None
+            raise RequestTimedOut(
+                f"the request took longer than {self.limits.request_timeout_s:g} s"
+            ) from None
 
     def run_detached(self, work: Callable[[], Any]) -> None:
         """``work()`` on a worker thread for an admitted request that is answered as it runs
         (a stream); released when it ends."""
+
         def job():
             try:
                 work()

@@ -44,15 +44,19 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_workers(make_app: Callable[[], Any], sock: socket.socket, workers: int,
-                  run_one: Callable[[Any, socket.socket], None]) -> int:
+def serve_workers(
+    make_app: Callable[[], Any],
+    sock: socket.socket,
+    workers: int,
+    run_one: Callable[[Any, socket.socket], None],
+) -> int:
     """Fork ``workers`` processes, each ``run_one(make_app(), sock)``; wait for them all and
     return 0 when every one exited 0 (else 1)."""
     children = []
     for _ in range(workers):
         pid = os.fork()
-        if pid == 0:                                  # a worker: serve until told to stop
-            os.setpgid(0, 0)                          # a terminal's Ctrl-C reaches the parent only
+        if pid == 0:  # a worker: serve until told to stop
+            os.setpgid(0, 0)  # a terminal's Ctrl-C reaches the parent only
             _end_with_parent()
             status = 1
             try:
@@ -60,8 +64,12 @@ def serve_workers(make_app: Callable[[], Any], sock: socket.socket, workers: int
                 status = 0
             except SystemExit as done:
                 status = done.code if isinstance(done.code, int) else 0
-            except BaseException as exc:              # noqa: BLE001 - said, then the worker ends
-                print(f"promptx serve: a worker failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            except BaseException as exc:  # noqa: BLE001 - said, then the worker ends
+                print(
+                    f"promptx serve: a worker failed: {type(exc).__name__}: {exc}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             finally:
                 os._exit(status)
         children.append(pid)
@@ -92,6 +100,7 @@ def _pass_signals_to(children: list[int]) -> None:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
 

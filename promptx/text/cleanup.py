@@ -92,7 +92,7 @@ def _sentence_ends(text: str, *, newlines: bool = True) -> list[int]:
         for m in _SENT_END.finditer(text)
         if text[: m.end()].strip() and (newlines or not m.group().startswith("\n"))
     ]
-    if not ends or text[ends[-1]:].strip():
+    if not ends or text[ends[-1] :].strip():
         ends.append(len(text))
     return ends
 
@@ -119,8 +119,11 @@ _PREAMBLE_KEYWORD = re.compile(
     re.I,
 )
 # a heading word the model puts before the text ("Motion: The bubbles swirl ...")
-_SECTION_LABEL = re.compile(r"^(?:motion|scene|description|video|image|visuals?|subject|setting|overview)"
-                            r"[ \t]*[:：][ \t]*(?=\S)", re.I)
+_SECTION_LABEL = re.compile(
+    r"^(?:motion|scene|description|video|image|visuals?|subject|setting|overview)"
+    r"[ \t]*[:：][ \t]*(?=\S)",
+    re.I,
+)
 _PREAMBLE_START = re.compile(  # a clause that ends with ":"
     r"^(?:here\b|here's|below\b|this is\b|the following\b|i've\b|i have\b|i'll\b|i will\b|"
     r"let me\b|let's\b|i'd be happy\b|i would be happy\b|happy to help\b|i can\b|what a\b|"
@@ -189,7 +192,7 @@ def _drop_preamble(text: str) -> str:
         t = t[m.start() :]
     label = _SECTION_LABEL.match(t)
     if label:
-        return t[label.end():]
+        return t[label.end() :]
     m = re.match(r"^([^\n:：\"“「]{0,200}?)[:：]\s*", t)
     if m and len(m.group(1).split()) <= 20:
         clause = m.group(1).strip()
@@ -412,7 +415,7 @@ def to_one_paragraph(text: str) -> str:
     """
     out = ""
     for line in (ln.strip() for ln in text.splitlines()):
-        if not any(ch.isalnum() for ch in line):      # empty, or a stray "." left by a line break
+        if not any(ch.isalnum() for ch in line):  # empty, or a stray "." left by a line break
             continue
         if out:
             core = out.rstrip(_CLOSERS)
@@ -559,8 +562,14 @@ def _tokens(text: str, encoder: str | None, counter: EncoderCounter | None) -> i
     return counter.count(text) if counter is not None else estimate_encoder_tokens(text, encoder)
 
 
-def _fit(text: str, max_words: int, max_tokens: int | None, encoder: str | None, fmt: str,
-         counter: EncoderCounter | None = None):
+def _fit(
+    text: str,
+    max_words: int,
+    max_tokens: int | None,
+    encoder: str | None,
+    fmt: str,
+    counter: EncoderCounter | None = None,
+):
     if max_words < 1 or (max_tokens is not None and max_tokens < 1):
         raise InvalidInputError("max_words and max_encoder_tokens must be at least 1")
     t = text.strip()
@@ -637,7 +646,7 @@ def _strip_after(start: str, raw: str) -> str:
     """``strip_wrapping`` of what follows ``start`` when ``raw`` begins with it, else of all."""
     if not start or not raw.startswith(start):
         return strip_wrapping(raw)
-    rest = raw[len(start):]
+    rest = raw[len(start) :]
     stripped = strip_wrapping(rest)
     return start + (" " if rest[:1].isspace() and stripped else "") + stripped
 
@@ -669,7 +678,9 @@ def clean_output(
     is unfinished and is dropped (``drop_unfinished``), never closed with a period.
     """
     if fmt not in ("paragraph", "tags", "instruction"):
-        raise InvalidInputError(f"unknown output format {fmt!r}; use paragraph, tags or instruction")
+        raise InvalidInputError(
+            f"unknown output format {fmt!r}; use paragraph, tags or instruction"
+        )
     t = _strip_after(keep_start, raw)
     if fmt == "tags":
         t = ", ".join(ln.strip() for ln in t.splitlines() if ln.strip())
@@ -686,5 +697,6 @@ def clean_output(
     if counter is not None or encoder is not None or max_encoder_tokens is not None:
         tokens = _tokens(t, encoder, counter)
         name = counter.name if counter is not None else "estimate"
-    return CleanResult(text=t, cut_repetition=cut, truncated=truncated, encoder_tokens=tokens,
-                       encoder_counter=name)
+    return CleanResult(
+        text=t, cut_repetition=cut, truncated=truncated, encoder_tokens=tokens, encoder_counter=name
+    )

@@ -135,7 +135,9 @@ def _read_merges(path: Path) -> list[tuple[str, str]]:
         with opener(path, "rt", encoding="utf-8") as fh:
             first = fh.readline()
             if "#version" not in first and not first.startswith("#"):
-                raise InvalidInputError(f"{path}: not a CLIP BPE merges file (no '#version' header)")
+                raise InvalidInputError(
+                    f"{path}: not a CLIP BPE merges file (no '#version' header)"
+                )
             for line in fh:
                 parts = line.split()
                 if len(parts) != 2:
@@ -175,7 +177,9 @@ class ClipBpeCounter(EncoderCounter):
     Thread-safe.
     """
 
-    def __init__(self, merges_file: str | Path | None = None, *, openai_cleaning: bool = False) -> None:
+    def __init__(
+        self, merges_file: str | Path | None = None, *, openai_cleaning: bool = False
+    ) -> None:
         path = Path(merges_file) if merges_file is not None else clip_merges_file()
         if path is None:
             raise ModelNotFoundError(
@@ -292,8 +296,15 @@ class ClipBpeCounter(EncoderCounter):
 
 # ---------------------------------------------------------------- local tokenizers
 
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "spiece.model",
-                    "tokenizer.model", "sentencepiece.bpe.model", "vocab.txt")
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.json",
+    "spiece.model",
+    "tokenizer.model",
+    "sentencepiece.bpe.model",
+    "vocab.txt",
+)
 _SUBFOLDER = re.compile(r"tokenizer(?:_(\d+))?")
 # encoder family -> words that name it in model_index.json / configs, most specific first
 _FAMILIES = (
@@ -329,7 +340,9 @@ class TokenizerCounter(EncoderCounter):
         elif callable(getattr(tokenizer, "encode", None)):
             # the caller's tokenizer is not touched (a pipeline's must keep its own max length);
             # verbose=False: no "longer than the model's maximum" warnings, we count, not encode
-            self._count = lambda text: len(tokenizer.encode(text, add_special_tokens=False, verbose=False))
+            self._count = lambda text: len(
+                tokenizer.encode(text, add_special_tokens=False, verbose=False)
+            )
         else:
             raise InvalidInputError(f"{name}: not a tokenizer ({type(tokenizer).__name__})")
         self.tokenizer = tokenizer
@@ -353,7 +366,9 @@ def _load_folder(folder: Path, name: str) -> TokenizerCounter:
     except ImportError as exc:  # pragma: no cover - transformers is a dependency
         raise InvalidInputError(f"{folder}: loading tokenizer files needs transformers") from exc
     except Exception as exc:  # noqa: BLE001 - transformers raises many kinds
-        raise InvalidInputError(f"{folder}: no usable tokenizer ({type(exc).__name__}: {exc})") from exc
+        raise InvalidInputError(
+            f"{folder}: no usable tokenizer ({type(exc).__name__}: {exc})"
+        ) from exc
     if isinstance(tokenizer, bool) or not callable(getattr(tokenizer, "encode", None)):
         raise InvalidInputError(f"{folder}: no usable tokenizer")
     return TokenizerCounter(tokenizer, name)
@@ -387,8 +402,11 @@ def _json(path: Path) -> dict:
 
 def _describe(root: Path, folder: Path, index: dict) -> str:
     """What names the tokenizer in ``folder`` and its text encoder: class names, model types."""
-    suffix = folder.name[len("tokenizer"):]
-    words = [json.dumps(index.get(folder.name, "")), json.dumps(index.get("text_encoder" + suffix, ""))]
+    suffix = folder.name[len("tokenizer") :]
+    words = [
+        json.dumps(index.get(folder.name, "")),
+        json.dumps(index.get("text_encoder" + suffix, "")),
+    ]
     words.append(str(_json(folder / "tokenizer_config.json").get("tokenizer_class", "")))
     config = _json(root / ("text_encoder" + suffix) / "config.json")
     words += [str(config.get("model_type", "")), json.dumps(config.get("architectures", ""))]
@@ -409,10 +427,13 @@ def _pick_subfolder(root: Path, folders: list[Path], encoder: str | None) -> Pat
             return folders[0]
     found = ", ".join(f.name for f in folders)
     if family:
-        raise InvalidInputError(f"{root}: no tokenizer for encoder {encoder!r} among {found}; "
-                                f"pass the subfolder itself")
-    raise InvalidInputError(f"{root}: several tokenizers ({found}); name the encoder "
-                            f"(e.g. clip-l, t5-xxl) or pass the subfolder itself")
+        raise InvalidInputError(
+            f"{root}: no tokenizer for encoder {encoder!r} among {found}; pass the subfolder itself"
+        )
+    raise InvalidInputError(
+        f"{root}: several tokenizers ({found}); name the encoder "
+        f"(e.g. clip-l, t5-xxl) or pass the subfolder itself"
+    )
 
 
 def counter_from_directory(path: str | Path, encoder: str | None = None) -> TokenizerCounter:
@@ -451,7 +472,9 @@ def counter_from_directory(path: str | Path, encoder: str | None = None) -> Toke
         entries = sorted(root.iterdir())
     except OSError as exc:
         raise InvalidInputError(f"cannot read {root}: {exc}") from exc
-    folders = [d for d in entries if d.is_dir() and _SUBFOLDER.fullmatch(d.name) and _has_tokenizer(d)]
+    folders = [
+        d for d in entries if d.is_dir() and _SUBFOLDER.fullmatch(d.name) and _has_tokenizer(d)
+    ]
     folders.sort(key=lambda d: int(_SUBFOLDER.fullmatch(d.name).group(1) or 1))
     if not folders:
         raise InvalidInputError(
@@ -463,6 +486,7 @@ def counter_from_directory(path: str | Path, encoder: str | None = None) -> Toke
 
 
 # ---------------------------------------------------------------------- the choice
+
 
 @functools.lru_cache(maxsize=1)
 def _default_clip() -> ClipBpeCounter | None:

@@ -15,8 +15,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CJK_CHARS", "count_words", "detect_language", "has_cjk", "is_cjk_char", "latin_foreign",
-           "script_counts"]
+__all__ = [
+    "CJK_CHARS",
+    "count_words",
+    "detect_language",
+    "has_cjk",
+    "is_cjk_char",
+    "latin_foreign",
+    "script_counts",
+]
 
 # (first, last) code points, inclusive.
 _HAN = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F))
@@ -109,9 +116,11 @@ def count_words(text: str) -> int:
 
 
 # function words of the Latin-script languages prompts come in, that English does not use
-_FOREIGN_WORDS = frozenset("""der die das und den dem ein eine einer mit auf im vom zum zur le la les
+_FOREIGN_WORDS = frozenset(
+    """der die das und den dem ein eine einer mit auf im vom zum zur le la les
     et des du une sur avec dans el los las y del al una con en por para il lo gli di della nel con
-    os as uma um do da dos das em com no na""".split())
+    os as uma um do da dos das em com no na""".split()
+)
 _ENGLISH_WORDS = frozenset("the a an and of in on with at to by is are".split())
 
 

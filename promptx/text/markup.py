@@ -19,10 +19,14 @@ import re
 __all__ = ["strip_markup", "without_controls"]
 
 # block elements become a line break (the words on either side stay apart), inline ones nothing
-_BLOCK_ELEMENTS = ("br|p|hr|div|li|ul|ol|h[1-6]|tr|td|th|table|tbody|thead|blockquote|pre|center|body|html|head|"
-                   "title|form|frame|video|audio|source|img|input|button|label")
-_INLINE_ELEMENTS = ("a|abbr|b|big|code|del|em|embed|font|i|ins|link|mark|meta|object|q|s|small|span|strike|strong|"
-                    "sub|sup|svg|tt|u")
+_BLOCK_ELEMENTS = (
+    "br|p|hr|div|li|ul|ol|h[1-6]|tr|td|th|table|tbody|thead|blockquote|pre|center|body|html|head|"
+    "title|form|frame|video|audio|source|img|input|button|label"
+)
+_INLINE_ELEMENTS = (
+    "a|abbr|b|big|code|del|em|embed|font|i|ins|link|mark|meta|object|q|s|small|span|strike|strong|"
+    "sub|sup|svg|tt|u"
+)
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _CODE = "script|style|iframe|noscript"
@@ -43,7 +47,7 @@ def strip_markup(text: str) -> str:
         stripped = _CODE_ELEMENT.sub("", _COMMENT.sub("", text))
         stripped = _INLINE_TAG.sub("", _BLOCK_TAG.sub("\n", stripped))
         if stripped == text:
-            return _CODE_TAG.sub("", text)          # an unclosed code element: its tag goes
+            return _CODE_TAG.sub("", text)  # an unclosed code element: its tag goes
         text = stripped
     return text.replace("<", " ").replace(">", " ")
 

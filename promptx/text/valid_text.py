@@ -14,5 +14,7 @@ def require_unicode(name: str, text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInputError(f"{name} is not valid text: character {exc.start} is a lone surrogate "
-                                f"({text[exc.start]!a}; non-UTF-8 input?)") from None
+        raise InvalidInputError(
+            f"{name} is not valid text: character {exc.start} is a lone surrogate "
+            f"({text[exc.start]!a}; non-UTF-8 input?)"
+        ) from None

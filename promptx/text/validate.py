@@ -16,8 +16,13 @@ from collections import Counter
 from promptx.text.cleanup import STOPWORDS, cut_repetition
 from promptx.text.language import detect_language, is_cjk_char
 
-__all__ = ["degenerate_problem", "quoted_spans", "subject_problem",
-           "subject_words", "talking_to_user"]
+__all__ = [
+    "degenerate_problem",
+    "quoted_spans",
+    "subject_problem",
+    "subject_words",
+    "talking_to_user",
+]
 
 # Words that describe the picture rather than what is in it, and edit verbs:
 # they never count as the subject.
@@ -172,7 +177,9 @@ def subject_words(text: str) -> list[str]:
 
 
 def _is_attribute(w: str) -> bool:
-    return w in _ATTRIBUTES or (len(w) > 5 and w.endswith("ing")) or (len(w) > 4 and w.endswith("ly"))
+    return (
+        w in _ATTRIBUTES or (len(w) > 5 and w.endswith("ing")) or (len(w) > 4 and w.endswith("ly"))
+    )
 
 
 def _is_cjk_lang(text: str) -> bool:

@@ -34,9 +34,14 @@ def test_greedy_equals_transformers_generate(fp32_model, model_dir, prompt):
     ids, ours, _, _ = run(model, tok, prompt, SamplingParams(max_new_tokens=48))
     hf = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
     with torch.no_grad():
-        ref = hf.generate(torch.tensor([ids]), max_new_tokens=48, do_sample=False,
-                          eos_token_id=list(tok.eos_token_ids), pad_token_id=tok.eos_token_ids[0])
-    expected = [t for t in ref[0, len(ids):].tolist() if t not in tok.eos_token_ids]
+        ref = hf.generate(
+            torch.tensor([ids]),
+            max_new_tokens=48,
+            do_sample=False,
+            eos_token_id=list(tok.eos_token_ids),
+            pad_token_id=tok.eos_token_ids[0],
+        )
+    expected = [t for t in ref[0, len(ids) :].tolist() if t not in tok.eos_token_ids]
     assert ours == expected
 
 
@@ -45,14 +50,21 @@ def test_same_seed_same_sample_and_different_seed_differs(fp32_model):
     params = SamplingParams(temperature=0.9, top_p=0.95, max_new_tokens=24, seed=7)
     first = run(model, tok, PROMPTS[0], params)[1]
     again = run(model, tok, PROMPTS[0], params)[1]
-    other = run(model, tok, PROMPTS[0], SamplingParams(temperature=0.9, top_p=0.95, max_new_tokens=24, seed=8))[1]
+    other = run(
+        model,
+        tok,
+        PROMPTS[0],
+        SamplingParams(temperature=0.9, top_p=0.95, max_new_tokens=24, seed=8),
+    )[1]
     assert first == again
     assert first != other
 
 
 def test_max_new_tokens_is_exact_and_stats_filled(fp32_model):
     model, tok = fp32_model
-    _, out, stop, stats = run(model, tok, PROMPTS[1], SamplingParams(max_new_tokens=17, repetition_penalty=1.2))
+    _, out, stop, stats = run(
+        model, tok, PROMPTS[1], SamplingParams(max_new_tokens=17, repetition_penalty=1.2)
+    )
     assert len(out) == 17 and stop.finish_reason == "length"
     assert stats.new_tokens == 17 and stats.target_forwards == 16 and stats.prompt_tokens > 0
 
@@ -61,11 +73,13 @@ def test_stop_string_ends_generation_at_the_token_that_completes_it(fp32_model):
     model, tok = fp32_model
     _, free, _, _ = run(model, tok, PROMPTS[0], SamplingParams(max_new_tokens=40))
     text = tok.decode(free)
-    word = text.split()[3]                      # a word the free run is known to produce
-    _, out, stop, _ = run(model, tok, PROMPTS[0], SamplingParams(max_new_tokens=40), stop_strings=(word,))
+    word = text.split()[3]  # a word the free run is known to produce
+    _, out, stop, _ = run(
+        model, tok, PROMPTS[0], SamplingParams(max_new_tokens=40), stop_strings=(word,)
+    )
     assert stop.finish_reason == "stop"
     assert word in tok.decode(out) and word not in tok.decode(out[:-1])
-    assert out == free[:len(out)]
+    assert out == free[: len(out)]
     assert word not in stop.trim_text(tok.decode(out))
 
 

@@ -21,8 +21,17 @@ from engine.decode.sampling import SamplingParams
 from engine.decode.stats import DecodeStats
 from engine.decode.stopping import StopChecker
 from engine.runtime import cuda_graphs
-from engine.runtime.cuda_graphs import (GRAPH_ROWS, NODE_BUCKETS, CudaGraphs, PassInputs, attach_cuda_graphs,
-                                        cuda_graphs_of, graph_rows, pad_pass, use_cuda_graphs)
+from engine.runtime.cuda_graphs import (
+    GRAPH_ROWS,
+    NODE_BUCKETS,
+    CudaGraphs,
+    PassInputs,
+    attach_cuda_graphs,
+    cuda_graphs_of,
+    graph_rows,
+    pad_pass,
+    use_cuda_graphs,
+)
 from engine.runtime.kv_cache import KVCache
 from engine.runtime.layout import TreeLayout
 from engine.runtime.model import Transformer, prefix_causal_mask, use_attention_kernel
@@ -31,16 +40,25 @@ from engine.speculative.tree import DraftTree
 from tests.tiny import make_tiny_drafter, make_tiny_target
 
 CUDA = torch.cuda.is_available()
-needs_cuda = pytest.mark.skipif(not CUDA, reason="CUDA graphs need a CUDA GPU (torch.cuda.is_available() is False)")
+needs_cuda = pytest.mark.skipif(
+    not CUDA, reason="CUDA graphs need a CUDA GPU (torch.cuda.is_available() is False)"
+)
 PROMPT = [5, 17, 3, 99, 42, 7, 64, 1, 12, 30, 8, 77]
-CONFIGS = [TreeConfig.chain(4), TreeConfig(budget=8, max_depth=4, top_k=2), TreeConfig(budget=16, max_depth=5, top_k=4),
-           TreeConfig(budget=32, max_depth=6, top_k=4)]
+CONFIGS = [
+    TreeConfig.chain(4),
+    TreeConfig(budget=8, max_depth=4, top_k=2),
+    TreeConfig(budget=16, max_depth=5, top_k=4),
+    TreeConfig(budget=32, max_depth=6, top_k=4),
+]
 
 
 def branching_tree() -> DraftTree:
     """root -> a, b; a -> c, d; c -> e; b -> f (6 nodes, depth 3)."""
-    return DraftTree(torch.tensor([11, 12, 13, 14, 15, 16]), [-1, -1, 0, 0, 2, 1],
-                     torch.tensor([-0.1, -0.5, -0.2, -0.9, -0.3, -0.6]))
+    return DraftTree(
+        torch.tensor([11, 12, 13, 14, 15, 16]),
+        [-1, -1, 0, 0, 2, 1],
+        torch.tensor([-0.1, -0.5, -0.2, -0.9, -0.3, -0.6]),
+    )
 
 
 def ancestors_with_root(parents: list[int]) -> torch.Tensor:
@@ -67,13 +85,20 @@ def greedy(n=24) -> SamplingParams:
 
 
 def plain(model, params, prompt=PROMPT) -> list[int]:
-    return list(decode_autoregressive(model, prompt, params, StopChecker([], params.max_new_tokens)))
+    return list(
+        decode_autoregressive(model, prompt, params, StopChecker([], params.max_new_tokens))
+    )
 
 
 def speculative(model, drafter, params, config, prompt=PROMPT) -> list[int]:
     stop = StopChecker([], params.max_new_tokens)
-    return [t for chunk in decode_speculative(model, drafter, prompt, params, stop, DecodeStats(), FixedTree(config))
-            for t in chunk]
+    return [
+        t
+        for chunk in decode_speculative(
+            model, drafter, prompt, params, stop, DecodeStats(), FixedTree(config)
+        )
+        for t in chunk
+    ]
 
 
 @pytest.fixture
@@ -104,9 +129,11 @@ def test_padding_keeps_the_real_rows_and_isolates_the_padding_rows(tiny):
     assert r == 9
     assert torch.equal(out.tokens[:, :t], tokens) and not out.tokens[:, t:].any()
     assert torch.equal(out.positions[:t], positions) and (out.positions[t:] == start).all()
-    assert torch.equal(out.slots, torch.arange(start, start + r)) and torch.equal(out.slots[:t], slots)
+    assert torch.equal(out.slots, torch.arange(start, start + r)) and torch.equal(
+        out.slots[:t], slots
+    )
     assert torch.equal(out.mask[:t, :width], mask) and not out.mask[:t, width:].any()
-    for row in range(t, r):             # a padding row sees its own slot, which no real row sees
+    for row in range(t, r):  # a padding row sees its own slot, which no real row sees
         assert out.mask[row].nonzero().flatten().tolist() == [start + row]
         assert not out.mask[:t, start + row].any()
 
@@ -125,17 +152,19 @@ def test_the_padded_mask_is_the_verifiers_ancestor_mask(tiny, seed):
     out = pad_pass(tokens, positions, mask, start, PassInputs.empty(graph_rows(n + 1), 128, "cpu"))
     real = out.mask[: n + 1]
     assert real[:, :start].all()
-    assert torch.equal(real[:, start:start + n + 1], tree.mask_with_root())
-    assert torch.equal(real[:, start:start + n + 1], ancestors_with_root(parents))
-    assert not real[:, start + n + 1:].any()
-    assert torch.equal(out.positions[: n + 1], start + torch.cat([torch.zeros(1, dtype=torch.long), tree.depths]))
+    assert torch.equal(real[:, start : start + n + 1], tree.mask_with_root())
+    assert torch.equal(real[:, start : start + n + 1], ancestors_with_root(parents))
+    assert not real[:, start + n + 1 :].any()
+    assert torch.equal(
+        out.positions[: n + 1], start + torch.cat([torch.zeros(1, dtype=torch.long), tree.depths])
+    )
 
 
 def test_padding_without_positions_or_mask_is_the_models_default(tiny):
     start, t = 20, 3
     tokens = torch.tensor([[4, 5, 6]])
     out = pad_pass(tokens, None, None, start, PassInputs.empty(graph_rows(t), 64, "cpu"))
-    assert torch.equal(out.mask[:t, :start + t], prefix_causal_mask(start, t, "cpu"))
+    assert torch.equal(out.mask[:t, : start + t], prefix_causal_mask(start, t, "cpu"))
     assert torch.equal(out.positions[:t], torch.arange(start, start + t))
     one = pad_pass(tokens[:, :1], None, None, start, PassInputs.empty(1, 64, "cpu"))
     assert one.mask[0].nonzero().flatten().tolist() == list(range(start + 1))
@@ -145,8 +174,14 @@ def test_padding_refuses_what_it_cannot_hold():
     inputs = PassInputs.empty(5, 64, "cpu")
     with pytest.raises(ValueError):
         pad_pass(torch.zeros(1, 6, dtype=torch.long), None, None, 10, inputs)
-    with pytest.raises(ValueError):        # keys past the pass's own slots: padding rows live there
-        pad_pass(torch.zeros(1, 2, dtype=torch.long), None, torch.ones(2, 14, dtype=torch.bool), 10, inputs)
+    with pytest.raises(ValueError):  # keys past the pass's own slots: padding rows live there
+        pad_pass(
+            torch.zeros(1, 2, dtype=torch.long),
+            None,
+            torch.ones(2, 14, dtype=torch.bool),
+            10,
+            inputs,
+        )
 
 
 # ---- the padded passes, run eagerly (CPU) ----------------------------------------------------------
@@ -157,10 +192,12 @@ def test_what_the_padding_rows_hold_never_changes_a_real_row(tiny):
     tokens, positions, mask, _ = verify_inputs(cache, 9, branching_tree(), TreeLayout())
     inputs = pad_pass(tokens, positions, mask, cache.length, graphs.inputs[9])
     first = graphs.run_eager(9)
-    inputs.tokens[:, 7:] = torch.tensor([[101, 102]])    # other padding tokens, at other positions
+    inputs.tokens[:, 7:] = torch.tensor([[101, 102]])  # other padding tokens, at other positions
     inputs.positions[7:] = torch.tensor([3, 60])
     second = graphs.run_eager(9)
-    assert torch.equal(first.logits[:, :7], second.logits[:, :7]) and torch.equal(first.taps[:, :7], second.taps[:, :7])
+    assert torch.equal(first.logits[:, :7], second.logits[:, :7]) and torch.equal(
+        first.taps[:, :7], second.taps[:, :7]
+    )
     assert not torch.equal(first.logits[:, 7:], second.logits[:, 7:])
 
 
@@ -183,8 +220,8 @@ def test_greedy_decoding_through_the_padded_passes_equals_the_module_path(tiny):
     expected = plain(tiny, greedy(40))
     use_cuda_graphs(tiny, CudaGraphs(tiny, capacity=128, capture=False))
     assert plain(tiny, greedy(40)) == expected
-    assert tiny.graphs.eager[1] == 39 and not tiny.graphs.replays       # every step after the prompt's
-    assert tiny.graphs.module_passes == 1                                 # the prompt
+    assert tiny.graphs.eager[1] == 39 and not tiny.graphs.replays  # every step after the prompt's
+    assert tiny.graphs.module_passes == 1  # the prompt
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"b{c.budget}d{c.max_depth}k{c.top_k}")
@@ -199,7 +236,10 @@ def test_greedy_speculation_through_the_padded_passes_is_lossless(tiny, config):
 def test_sampled_decoding_through_the_padded_passes_repeats_the_module_paths_draws(tiny):
     params = SamplingParams(temperature=0.9, max_new_tokens=30, seed=7)
     drafter = make_tiny_drafter(tiny, window=16)
-    expected_plain, expected_spec = plain(tiny, params), speculative(tiny, drafter, params, CONFIGS[1])
+    expected_plain, expected_spec = (
+        plain(tiny, params),
+        speculative(tiny, drafter, params, CONFIGS[1]),
+    )
     use_cuda_graphs(tiny, CudaGraphs(tiny, capacity=256, capture=False))
     assert plain(tiny, params) == expected_plain
     assert speculative(tiny, drafter, params, CONFIGS[1]) == expected_spec
@@ -216,7 +256,9 @@ def test_off_cuda_nothing_is_attached(tiny):
 
 def test_a_failed_capture_runs_its_bucket_eagerly(tiny):
     expected = plain(tiny, greedy(20))
-    use_cuda_graphs(tiny, CudaGraphs(tiny, capacity=128, rows=(1, 5), capture=True))       # no CUDA here: both fail
+    use_cuda_graphs(
+        tiny, CudaGraphs(tiny, capacity=128, rows=(1, 5), capture=True)
+    )  # no CUDA here: both fail
     assert set(tiny.graphs.failed) == {1, 5} and not tiny.graphs.graphs
     assert plain(tiny, greedy(20)) == expected and tiny.graphs.eager[1] == 19
     summary = tiny.graphs.summary()
@@ -227,8 +269,10 @@ def test_a_failed_capture_runs_its_bucket_eagerly(tiny):
 def test_passes_without_a_bucket_go_through_the_modules(tiny):
     drafter = make_tiny_drafter(tiny, window=16)
     expected = plain(tiny, greedy(30))
-    use_cuda_graphs(tiny, CudaGraphs(tiny, capacity=256, rows=(1, 5), capture=False))    # trees of up to 4 nodes
-    assert speculative(tiny, drafter, greedy(30), CONFIGS[1]) == expected          # 8 nodes: the modules
+    use_cuda_graphs(
+        tiny, CudaGraphs(tiny, capacity=256, rows=(1, 5), capture=False)
+    )  # trees of up to 4 nodes
+    assert speculative(tiny, drafter, greedy(30), CONFIGS[1]) == expected  # 8 nodes: the modules
     assert tiny.graphs.module_passes > 1 and 9 not in tiny.graphs.eager
 
 
@@ -237,9 +281,9 @@ def test_the_static_cache_is_leased_to_one_decode_at_a_time(tiny):
     use_cuda_graphs(tiny, graphs)
     first = tiny.new_cache(100)
     assert first.k is graphs.storage.k and first.capacity == 100 and first.length == 0
-    second = tiny.new_cache(100)                      # the first is still alive: an ordinary cache
+    second = tiny.new_cache(100)  # the first is still alive: an ordinary cache
     assert second.k is not graphs.storage.k
-    assert tiny.new_cache(129).k is not graphs.storage.k          # more than the static capacity
+    assert tiny.new_cache(129).k is not graphs.storage.k  # more than the static capacity
     assert tiny.new_cache(64, batch=2).k.shape[1] == 2
     del first
     gc.collect()
@@ -248,9 +292,9 @@ def test_the_static_cache_is_leased_to_one_decode_at_a_time(tiny):
     prefill(tiny, PROMPT, again)
     step = torch.tensor([[3]])
     assert graphs.handles(step, again) and not graphs.handles(step, second)
-    assert not graphs.handles(torch.zeros(1, 66, dtype=torch.long), again)        # 65 nodes: no bucket
+    assert not graphs.handles(torch.zeros(1, 66, dtype=torch.long), again)  # 65 nodes: no bucket
     assert not graphs.handles(step, again, slots=torch.tensor([again.length]))
-    again.k = again.k.clone()                          # storage replaced (e.g. a batch re-packed): modules
+    again.k = again.k.clone()  # storage replaced (e.g. a batch re-packed): modules
     assert not graphs.handles(step, again)
 
 
@@ -275,7 +319,7 @@ def cuda_tiny():
     drafter = drafter.to("cuda").attach(model)
     graphs = attach_cuda_graphs(model, capacity=256)
     assert graphs is not None and cuda_graphs_of(model) is graphs
-    model.__class__ = Transformer          # attached by each test after its eager reference
+    model.__class__ = Transformer  # attached by each test after its eager reference
     return model, drafter, graphs
 
 
@@ -309,7 +353,10 @@ def test_replayed_greedy_speculation_equals_eager_plain_decoding_in_fp32(cuda_ti
 def test_replayed_sampled_decoding_repeats_eager_sampled_decoding_in_fp32(cuda_tiny):
     model, drafter, graphs = cuda_tiny
     params = SamplingParams(temperature=0.9, max_new_tokens=60, seed=11)
-    expected_plain, expected_spec = plain(model, params), speculative(model, drafter, params, CONFIGS[2])
+    expected_plain, expected_spec = (
+        plain(model, params),
+        speculative(model, drafter, params, CONFIGS[2]),
+    )
     use_cuda_graphs(model, graphs)
     assert plain(model, params) == expected_plain
     assert speculative(model, drafter, params, CONFIGS[2]) == expected_spec
@@ -321,7 +368,10 @@ def test_replayed_sampled_decoding_repeats_eager_sampled_decoding_in_fp32(cuda_t
 def test_a_replay_is_bit_for_bit_the_eager_padded_pass(dtype):
     model = make_tiny_target(seed=3).to("cuda", dtype)
     model.dtype, model.precision = dtype, str(dtype).removeprefix("torch.")
-    replayed, eager = CudaGraphs(model, capacity=256), CudaGraphs(model, capacity=256, capture=False)
+    replayed, eager = (
+        CudaGraphs(model, capacity=256),
+        CudaGraphs(model, capacity=256, capture=False),
+    )
     assert replayed.failed == {}
     tree = branching_tree()
     logits = []
@@ -349,8 +399,15 @@ def test_a_replay_is_bit_for_bit_the_eager_padded_pass(dtype):
 def test_a_cuda_generator_attaches_graphs_unless_told_not_to(monkeypatch):
     from engine.generator import Generator
 
-    assert cuda_graphs_of(Generator(make_tiny_target().to("cuda"), tokenizer=None).model) is not None
-    assert cuda_graphs_of(Generator(make_tiny_target().to("cuda"), tokenizer=None, cuda_graphs=False).model) is None
+    assert (
+        cuda_graphs_of(Generator(make_tiny_target().to("cuda"), tokenizer=None).model) is not None
+    )
+    assert (
+        cuda_graphs_of(
+            Generator(make_tiny_target().to("cuda"), tokenizer=None, cuda_graphs=False).model
+        )
+        is None
+    )
     monkeypatch.setenv(cuda_graphs.ENV, "0")
     assert cuda_graphs_of(Generator(make_tiny_target().to("cuda"), tokenizer=None).model) is None
 
@@ -364,12 +421,13 @@ def test_an_attention_kernel_takes_every_batch1_pass_after_the_prompt_with_its_m
 
     drafter = make_tiny_drafter(tiny, window=16)
     expected = plain(tiny, greedy(30))
-    assert not use_flashinfer(tiny)                      # a CPU: nothing changes
+    assert not use_flashinfer(tiny)  # a CPU: nothing changes
     seen = []
 
     def kernel(q, k, v, mask):
         seen.append((q.shape[2], tuple(mask.shape), bool(mask.all())))
         return attend(q, k, v, mask, causal=False)
+
     use_attention_kernel(tiny, kernel)
     assert plain(tiny, greedy(30)) == expected
     assert {rows for rows, _, every in seen if every} == {1} and len(seen) == 29 * len(tiny.layers)
@@ -378,8 +436,10 @@ def test_an_attention_kernel_takes_every_batch1_pass_after_the_prompt_with_its_m
     assert any(rows > 1 for rows, _, _ in seen)
 
 
-needs_flashinfer = pytest.mark.skipif(not CUDA or importlib.util.find_spec("flashinfer") is None,
-                                      reason="needs a CUDA GPU and flashinfer (pip install 'promptx[gpu]')")
+needs_flashinfer = pytest.mark.skipif(
+    not CUDA or importlib.util.find_spec("flashinfer") is None,
+    reason="needs a CUDA GPU and flashinfer (pip install 'promptx[gpu]')",
+)
 
 
 @needs_flashinfer
@@ -400,7 +460,7 @@ def test_flashinfer_tree_attention_agrees_with_sdpa(dtype, seed):
     mask[:, start:] = tree.mask_with_root()
     q = torch.randn(1, 9, n + 1, 64, generator=gen).to("cuda", dtype)
     kv = torch.randn(2, 1, 3, storage, 64, generator=gen).to("cuda", dtype)
-    k, v, mask = kv[0, :, :, :start + n + 1], kv[1, :, :, :start + n + 1], mask.cuda()
+    k, v, mask = kv[0, :, :, : start + n + 1], kv[1, :, :, : start + n + 1], mask.cuda()
     got, want = flashinfer_attend(q, k, v, mask), attend(q, k, v, mask, causal=False)
     torch.testing.assert_close(got.float(), want.float(), atol=2e-2, rtol=2e-2)
 
@@ -413,8 +473,14 @@ def test_a_bf16_target_with_flashinfer_replays_its_graphs():
 
     from tests.tiny import TINY_CONFIG
 
-    cfg = replace(TINY_CONFIG, hidden_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
-                  num_hidden_layers=2)                     # a head size FlashInfer has kernels for
+    cfg = replace(
+        TINY_CONFIG,
+        hidden_size=256,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        num_hidden_layers=2,
+    )  # a head size FlashInfer has kernels for
     model = make_tiny_target(seed=3, cfg=cfg).to("cuda", torch.bfloat16)
     model.dtype, model.precision = torch.bfloat16, "bfloat16"
     assert use_flashinfer(model)

@@ -11,7 +11,12 @@ from safetensors.torch import load_file, save_file
 
 from engine.runtime.config import ModelConfig
 from engine.runtime.model import Transformer
-from engine.speculative.checkpoint import DrafterLoadError, load_drafter, save_drafter, target_fingerprint
+from engine.speculative.checkpoint import (
+    DrafterLoadError,
+    load_drafter,
+    save_drafter,
+    target_fingerprint,
+)
 from engine.speculative.drafter import Drafter, DrafterConfig, DrafterMismatchError
 from tests.tiny import TINY_CONFIG, make_tiny_drafter, make_tiny_target
 
@@ -31,7 +36,9 @@ def target() -> Transformer:
 
 def inputs(t: int, seed: int = 2, batch: int = 1):
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(batch, t, CFG.hidden_size, generator=g), torch.randint(0, CFG.vocab_size, (batch, t), generator=g)
+    return torch.randn(batch, t, CFG.hidden_size, generator=g), torch.randint(
+        0, CFG.vocab_size, (batch, t), generator=g
+    )
 
 
 @torch.inference_mode()
@@ -41,6 +48,7 @@ def run(drafter, hidden, tokens, cache=None, **kw):
 
 
 # ---- network ------------------------------------------------------------------------------------
+
 
 def test_fuse_and_forward_shapes(target):
     drafter = make_drafter(target, chunk_norms=True)
@@ -57,7 +65,9 @@ def test_fuse_and_forward_shapes(target):
 def test_fuse_takes_target_taps(target):
     with torch.inference_mode():
         taps = target(torch.randint(0, 128, (1, 4)), target.new_cache(16), taps=True).taps
-    assert taps.shape[-1] == 3 * CFG.hidden_size   # tap layers (2, 3, 3) for N=6: layer 3 counted twice
+    assert (
+        taps.shape[-1] == 3 * CFG.hidden_size
+    )  # tap layers (2, 3, 3) for N=6: layer 3 counted twice
     assert make_drafter(target).fuse(taps).shape == (1, 4, 64)
 
 
@@ -89,7 +99,9 @@ def test_sliding_window_equals_truncated_cache(target, window):
     plain.load_state_dict(drafter.state_dict())
     for p in range(9):
         lo = max(0, p - window + 1)  # only the last `window` keys, same rope positions
-        ref, _ = run(plain, hidden[:, lo:p + 1], tokens[:, lo:p + 1], positions=torch.arange(lo, p + 1))
+        ref, _ = run(
+            plain, hidden[:, lo : p + 1], tokens[:, lo : p + 1], positions=torch.arange(lo, p + 1)
+        )
         torch.testing.assert_close(windowed[:, p], ref[:, -1], atol=ATOL, rtol=0)
     # decoding one token at a time over a committed prefix gives the same
     cache = drafter.new_cache(64)
@@ -120,7 +132,9 @@ def test_tree_mask_equals_separate_branches(target, window):
     run(drafter, prefix_h, prefix_t, cache)
     cache.commit(5)
     key_positions = torch.cat([torch.arange(5), positions])
-    tree, _ = run(drafter, tree_h, tree_t, cache, positions=positions, mask=mask, key_positions=key_positions)
+    tree, _ = run(
+        drafter, tree_h, tree_t, cache, positions=positions, mask=mask, key_positions=key_positions
+    )
     assert cache.length == 5
     for branch in ([0, 2], [1, 3, 4]):
         c2 = drafter.new_cache(64)
@@ -140,12 +154,16 @@ def test_training_unroll_backpropagates_without_touching_target(target):
     mask = torch.cat([torch.ones(4, 4, dtype=torch.bool).tril(), torch.eye(4, dtype=torch.bool)], 1)
     out2 = drafter(out, tokens, cache, positions=torch.arange(1, 5), mask=mask)
     (drafter.logprobs(out).mean() + drafter.logprobs(out2).mean()).backward()
-    assert drafter.fc.weight.grad is not None and drafter.midlayer.self_attn.k_proj.weight.grad.abs().sum() > 0
+    assert (
+        drafter.fc.weight.grad is not None
+        and drafter.midlayer.self_attn.k_proj.weight.grad.abs().sum() > 0
+    )
     assert target.embed_tokens.weight.grad is None and target.lm_head.weight.grad is None
     assert all(not n.startswith("embed") for n, _ in drafter.named_parameters())
 
 
 # ---- heads --------------------------------------------------------------------------------------
+
 
 def test_topk_full_head_equals_torch_topk(target):
     drafter = make_drafter(target)
@@ -200,14 +218,22 @@ def test_reduced_vocab_maps_ids_through_d2t(target):
 
 # ---- checkpoints --------------------------------------------------------------------------------
 
+
 def outputs(drafter):
     hidden, tokens = inputs(6)
     out, _ = run(drafter, hidden, tokens)
     return out, drafter.logprobs(out), *drafter.topk(out[0], 4)
 
 
-@pytest.mark.parametrize("overrides", [{}, {"draft_vocab_size": 40}, {"lowrank_rank": 16, "window": 3},
-                                       {"draft_vocab_size": 40, "lowrank_rank": 8, "chunk_norms": True}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"draft_vocab_size": 40},
+        {"lowrank_rank": 16, "window": 3},
+        {"draft_vocab_size": 40, "lowrank_rank": 8, "chunk_norms": True},
+    ],
+)
 def test_round_trip(target, tmp_path, overrides):
     drafter = make_drafter(target, **overrides)
     save_drafter(drafter, tmp_path, target=target)
@@ -215,8 +241,13 @@ def test_round_trip(target, tmp_path, overrides):
     assert raw["architectures"] == ["LlamaForCausalLMEagle3"] and raw["num_hidden_layers"] == 1
     assert raw["promptx"]["target_fingerprint"] == target_fingerprint(target)
     names = set(load_file(str(tmp_path / "model.safetensors")))
-    assert {"fc.weight", "norm.weight", "midlayer.hidden_norm.weight", "midlayer.mlp.gate_proj.weight",
-            "midlayer.self_attn.q_proj.weight"} <= names
+    assert {
+        "fc.weight",
+        "norm.weight",
+        "midlayer.hidden_norm.weight",
+        "midlayer.mlp.gate_proj.weight",
+        "midlayer.self_attn.q_proj.weight",
+    } <= names
     assert ("lm_head.weight" in names) == ("d2t" in names) == ("draft_vocab_size" in overrides)
     assert ("promptx.lowrank_down" in names) == ("lowrank_rank" in overrides)
     assert not any("embed" in n for n in names)
@@ -230,14 +261,26 @@ def write_plain_eagle3(directory, drafter, extra_config=None):
     """A checkpoint as the public EAGLE-3 trainers write it: no promptx key, public names only."""
     c = drafter.config
     directory.mkdir(parents=True, exist_ok=True)
-    raw = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "num_hidden_layers": 1,
-           "hidden_size": c.hidden_size, "num_attention_heads": c.num_attention_heads,
-           "num_key_value_heads": c.num_key_value_heads, "intermediate_size": c.intermediate_size,
-           "vocab_size": c.vocab_size, "draft_vocab_size": c.draft_vocab_size,
-           "rms_norm_eps": c.rms_norm_eps, "rope_theta": c.rope_theta,
-           "max_position_embeddings": c.max_position_embeddings, **(extra_config or {})}
+    raw = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "num_hidden_layers": 1,
+        "hidden_size": c.hidden_size,
+        "num_attention_heads": c.num_attention_heads,
+        "num_key_value_heads": c.num_key_value_heads,
+        "intermediate_size": c.intermediate_size,
+        "vocab_size": c.vocab_size,
+        "draft_vocab_size": c.draft_vocab_size,
+        "rms_norm_eps": c.rms_norm_eps,
+        "rope_theta": c.rope_theta,
+        "max_position_embeddings": c.max_position_embeddings,
+        **(extra_config or {}),
+    }
     (directory / "config.json").write_text(json.dumps(raw))
-    save_file({k: v.contiguous() for k, v in drafter.state_dict().items()}, str(directory / "model.safetensors"))
+    save_file(
+        {k: v.contiguous() for k, v in drafter.state_dict().items()},
+        str(directory / "model.safetensors"),
+    )
 
 
 @pytest.mark.parametrize("draft_vocab", [128, 40])

@@ -9,7 +9,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from engine.runtime.exact_rows import LANE_STRIDE, ROW_COUNTS, PaddedLinear, make_rows_exact, min_exact_rows
+from engine.runtime.exact_rows import (
+    LANE_STRIDE,
+    ROW_COUNTS,
+    PaddedLinear,
+    make_rows_exact,
+    min_exact_rows,
+)
 from engine.runtime.kv_cache import KEY_ALIGN, KVCache, aligned
 from engine.runtime.layout import TreeLayout
 from engine.runtime.model import RowwiseAttention, aligned_mask
@@ -25,7 +31,7 @@ def test_tree_slots_put_every_node_in_the_lane_of_its_position_after_its_ancesto
     gen = torch.Generator().manual_seed(0)
     for trial in range(200):
         n = int(torch.randint(1, 40, (1,), generator=gen))
-        parents = [int(torch.randint(-1, i, (1,), generator=gen)) for i in range(n)]   # topological
+        parents = [int(torch.randint(-1, i, (1,), generator=gen)) for i in range(n)]  # topological
         tree = DraftTree(torch.arange(n), parents, torch.zeros(n))
         depths = tree.depths_with_root()
         assert tree_slots(depths, tree.parents, 40, 0).tolist() == list(range(40, 41 + n))
@@ -42,7 +48,7 @@ def test_tree_slots_put_every_node_in_the_lane_of_its_position_after_its_ancesto
 
 
 def test_masks_widen_to_an_aligned_span_of_masked_keys():
-    assert aligned_mask(None, 0, 5, "cpu") is None                 # first prompt pass stays causal
+    assert aligned_mask(None, 0, 5, "cpu") is None  # first prompt pass stays causal
     step = aligned_mask(None, 70, 1, "cpu")
     assert step.shape == (1, aligned(71)) and step.shape[1] % KEY_ALIGN == 0
     assert step[0, :71].all() and not step[0, 71:].any()
@@ -55,13 +61,17 @@ def test_cache_writes_at_scattered_slots_and_returns_the_span():
     assert cache.k.shape[3] == aligned(100)
     k = torch.arange(6.0).view(1, 1, 3, 2)
     keys, _ = cache.write(0, 10, k, k, span=64, slots=torch.tensor([10, 27, 44]))
-    assert keys.shape[2] == 64 and torch.equal(keys[0, 0, 27], k[0, 0, 1]) and not keys[0, 0, 11].any()
+    assert (
+        keys.shape[2] == 64 and torch.equal(keys[0, 0, 27], k[0, 0, 1]) and not keys[0, 0, 11].any()
+    )
 
 
 def test_half_precision_models_become_exact_and_fp32_ones_stay():
     fp32 = make_tiny_target()
     make_rows_exact(fp32)
-    assert fp32.layout == TreeLayout() and not any(isinstance(m, PaddedLinear) for m in fp32.modules())
+    assert fp32.layout == TreeLayout() and not any(
+        isinstance(m, PaddedLinear) for m in fp32.modules()
+    )
     half = make_tiny_target().to(torch.bfloat16)
     half.dtype = torch.bfloat16
     make_rows_exact(half)
@@ -89,9 +99,12 @@ def test_nodes_that_would_cross_a_key_block_are_not_verified():
     # root at 500; depth-1 nodes in columns 0..3 land at 501, 517, 533, 549
     tree = DraftTree(torch.tensor([10, 11, 12, 13, 14, 15]), [-1, -1, -1, -1, 0, 2], torch.zeros(6))
     fitted = fit_lanes(tree, KEY_BLOCK - 12, TreeLayout(LANE_STRIDE))
-    assert fitted.token_list == [10, 14]          # 11, 12 and 13 cross 512; 15 hangs from 12
+    assert fitted.token_list == [10, 14]  # 11, 12 and 13 cross 512; 15 hangs from 12
     assert fitted.parent_list == [-1, 0]
-    assert fit_lanes(tree, 40, TreeLayout(LANE_STRIDE)) is tree and fit_lanes(tree, KEY_BLOCK - 12, TreeLayout()) is tree
+    assert (
+        fit_lanes(tree, 40, TreeLayout(LANE_STRIDE)) is tree
+        and fit_lanes(tree, KEY_BLOCK - 12, TreeLayout()) is tree
+    )
 
 
 def test_where_other_columns_are_not_exact_only_the_first_chain_is_verified():
@@ -118,27 +131,42 @@ def test_tree_room_bounds_the_slots_of_trees_fitted_to_fewer_columns():
         n = int(torch.randint(1, 40, (1,), generator=gen))
         parents = [int(torch.randint(-1, i, (1,), generator=gen)) for i in range(n)]
         columns = int(torch.randint(1, 5, (1,), generator=gen))
-        fitted = fit_lanes(DraftTree(torch.arange(n), parents, torch.zeros(n)), 40, TreeLayout(LANE_STRIDE, columns))
+        fitted = fit_lanes(
+            DraftTree(torch.arange(n), parents, torch.zeros(n)),
+            40,
+            TreeLayout(LANE_STRIDE, columns),
+        )
         slots = tree_slots(fitted.depths_with_root(), fitted.parents, 40, LANE_STRIDE)
-        assert int(slots.max()) - 40 < tree_room(n, TreeLayout(LANE_STRIDE, columns)) <= tree_room(n, TreeLayout(LANE_STRIDE))
-    assert tree_room(63, TreeLayout(LANE_STRIDE, 1)) == 65 and tree_room(63, TreeLayout(LANE_STRIDE)) == LANE_STRIDE * 64
+        assert (
+            int(slots.max()) - 40
+            < tree_room(n, TreeLayout(LANE_STRIDE, columns))
+            <= tree_room(n, TreeLayout(LANE_STRIDE))
+        )
+    assert (
+        tree_room(63, TreeLayout(LANE_STRIDE, 1)) == 65
+        and tree_room(63, TreeLayout(LANE_STRIDE)) == LANE_STRIDE * 64
+    )
     assert tree_room(63, TreeLayout(0, 1)) == tree_room(63, TreeLayout()) == 65
 
 
 def _attention_summing(group: int | None):
     """An ``attend_rows`` stand-in in fp32 that sums a row's weighted values in slot order, one
     running sum (group None) or per block of ``group`` slots then across blocks."""
+
     def attend(rows, k, v, mask):
         scores = torch.einsum("thgd,hsd->thgs", rows.float(), k[0].float()) / rows.shape[-1] ** 0.5
         weights = scores.masked_fill(~mask[:, None, None, :], float("-inf")).softmax(-1)
-        terms = weights[..., None] * v[0].float()[None, :, None]                 # [T, H, G, S, D]
+        terms = weights[..., None] * v[0].float()[None, :, None]  # [T, H, G, S, D]
         if group is None:
             total = torch.zeros_like(terms[..., 0, :])
             for s in range(terms.shape[3]):
                 total = total + terms[..., s, :]
         else:
-            total = sum(terms[..., i:i + group, :].sum(3) for i in range(0, terms.shape[3], group))
+            total = sum(
+                terms[..., i : i + group, :].sum(3) for i in range(0, terms.shape[3], group)
+            )
         return total.to(rows.dtype)
+
     return attend
 
 
@@ -159,6 +187,10 @@ def test_a_half_precision_model_verifies_other_columns_only_where_the_probe_allo
     half.dtype = torch.bfloat16
     make_rows_exact(half)
     cfg = half.config
-    probe = shifted_keys_stay_exact(torch.bfloat16, cfg.num_key_value_heads,
-                                    cfg.num_attention_heads // cfg.num_key_value_heads, cfg.head_dim)
+    probe = shifted_keys_stay_exact(
+        torch.bfloat16,
+        cfg.num_key_value_heads,
+        cfg.num_attention_heads // cfg.num_key_value_heads,
+        cfg.head_dim,
+    )
     assert half.layout.max_columns == (None if probe else 1)

@@ -11,18 +11,28 @@ import torch
 import torch.nn.functional as F
 
 from engine.runtime.device import INT4, parse_dtype
-from engine.runtime.int4 import GROUP, WIDE_ROWS, Int4Linear, Int8Linear, int4_available, pack_int4, quantize_int4, \
-    rows_are_independent
+from engine.runtime.int4 import (
+    GROUP,
+    WIDE_ROWS,
+    Int4Linear,
+    Int8Linear,
+    int4_available,
+    pack_int4,
+    quantize_int4,
+    rows_are_independent,
+)
 from tests.tiny import make_tiny_drafter, make_tiny_target, module_path
 
-pytestmark = pytest.mark.skipif(not int4_available(), reason="this PyTorch build has no CPU int4 kernels")
+pytestmark = pytest.mark.skipif(
+    not int4_available(), reason="this PyTorch build has no CPU int4 kernels"
+)
 
 
 def test_weights_on_a_4_bit_grid_are_packed_without_loss():
     gen = torch.Generator().manual_seed(0)
     rows, groups = 48, 4
     codes = torch.randint(0, 16, (rows, groups, GROUP), generator=gen).float()
-    codes[..., 0], codes[..., 1] = 0, 15             # every group spans the full code range
+    codes[..., 0], codes[..., 1] = 0, 15  # every group spans the full code range
     scale = (torch.rand(rows, groups, 1, generator=gen) * 0.01 + 0.001).to(torch.bfloat16).float()
     offset = (torch.randn(rows, groups, 1, generator=gen) * 0.05).to(torch.bfloat16).float()
     weight = ((codes - 8) * scale + offset).reshape(rows, groups * GROUP)
@@ -33,7 +43,7 @@ def test_weights_on_a_4_bit_grid_are_packed_without_loss():
 def test_any_weight_is_within_half_a_step_of_its_4_bit_version():
     weight = torch.randn(64, 96) * 0.1
     _, scales_offsets, dequantized, _ = pack_int4(weight)
-    step = scales_offsets[..., 0].float().t().repeat_interleave(GROUP, dim=1)   # [N, K]
+    step = scales_offsets[..., 0].float().t().repeat_interleave(GROUP, dim=1)  # [N, K]
     assert ((dequantized.float() - weight).abs() <= step * 0.51 + 1e-3).all()
     with pytest.raises(ValueError, match="multiple of 32"):
         pack_int4(torch.randn(8, 40))
@@ -43,7 +53,7 @@ def test_the_layer_computes_x_times_its_4_bit_weight_in_both_paths():
     torch.manual_seed(0)
     linear = torch.nn.Linear(96, 80, bias=True, dtype=torch.bfloat16)
     layer = Int4Linear(linear)
-    for rows in (1, 7, WIDE_ROWS + 3):                 # the int4 kernel, then the wide bf16 path
+    for rows in (1, 7, WIDE_ROWS + 3):  # the int4 kernel, then the wide bf16 path
         x = torch.randn(1, rows, 96).to(torch.bfloat16)
         want = F.linear(x.float(), layer.weight.float(), layer.bias.float())
         got = layer(x)
@@ -56,12 +66,14 @@ def test_each_row_of_a_pass_is_computed_as_alone_where_the_probe_says_so():
     layer = Int4Linear(torch.nn.Linear(128, 256, bias=False, dtype=torch.bfloat16))
     x = (torch.randn(33, 128) * torch.randn(33, 128).exp()).to(torch.bfloat16)
     with torch.inference_mode():
-        alone = torch.cat([layer(x[i:i + 1]) for i in range(33)])
+        alone = torch.cat([layer(x[i : i + 1]) for i in range(33)])
         same = all(torch.equal(layer(x[:rows]), alone[:rows]) for rows in (2, 9, 17, 33))
     if rows_are_independent(torch.get_num_threads()):
         assert same
     else:
-        pytest.skip("this CPU's int4 kernel mixes rows: int4 decodes plainly here (Generator.exact_batches False)")
+        pytest.skip(
+            "this CPU's int4 kernel mixes rows: int4 decodes plainly here (Generator.exact_batches False)"
+        )
 
 
 def test_int4_parses_and_quantizes_every_linear_layer():
@@ -69,13 +81,20 @@ def test_int4_parses_and_quantizes_every_linear_layer():
     model = make_tiny_target()
     distance = quantize_int4(model)
     assert model.precision == "int4" and model.dtype == torch.bfloat16
-    assert model.embed_tokens.weight.dtype == torch.bfloat16 and model.norm.weight.dtype == torch.float32
+    assert (
+        model.embed_tokens.weight.dtype == torch.bfloat16
+        and model.norm.weight.dtype == torch.float32
+    )
     assert not any(type(m) is torch.nn.Linear for m in model.modules())
     assert sum(isinstance(m, Int4Linear) for m in model.modules()) == 4 * len(model.layers)
     assert isinstance(model.lm_head, Int8Linear)
-    assert 0.3 < distance < 0.6     # random weights: up to half a step (plus bf16 scale rounding) off the grid
+    assert (
+        0.3 < distance < 0.6
+    )  # random weights: up to half a step (plus bf16 scale rounding) off the grid
     with pytest.raises(ValueError, match="does not have"):
-        quantize_int4(make_tiny_target(), {"layers.0.nope": (torch.zeros(2, 64), torch.zeros(64, 2))})
+        quantize_int4(
+            make_tiny_target(), {"layers.0.nope": (torch.zeros(2, 64), torch.zeros(64, 2))}
+        )
 
 
 def test_low_rank_terms_add_what_a_merged_adapter_adds():
@@ -110,7 +129,9 @@ def test_a_merged_adapter_is_split_back_out_of_a_prepared_directory(tmp_path):
     assert (base_dir / ADAPTER_COPY).is_file()
     merged = load_transformer(base_dir)
     terms = split_adapter(merged, base_dir)
-    assert set(terms) == {n for n, m in base.named_modules() if type(m) is torch.nn.Linear and n != "lm_head"}
+    assert set(terms) == {
+        n for n, m in base.named_modules() if type(m) is torch.nn.Linear and n != "lm_head"
+    }
     for name, module in base.named_modules():
         if name in terms:
             assert torch.allclose(merged.get_submodule(name).weight, module.weight, atol=1e-6)
@@ -141,36 +162,54 @@ def test_the_lean_pass_computes_what_the_modules_compute(one_thread, bias):
 
     model = make_tiny_target(cfg=dataclasses.replace(TINY_CONFIG, attention_bias=bias))
     gen = torch.Generator().manual_seed(1)
-    terms = {name: (torch.randn(4, m.in_features, generator=gen) * 0.05, torch.randn(m.out_features, 4, generator=gen) * 0.05)
-             for name, m in model.named_modules() if type(m) is torch.nn.Linear and name != "lm_head"}
+    terms = {
+        name: (
+            torch.randn(4, m.in_features, generator=gen) * 0.05,
+            torch.randn(m.out_features, 4, generator=gen) * 0.05,
+        )
+        for name, m in model.named_modules()
+        if type(m) is torch.nn.Linear and name != "lm_head"
+    }
     quantize_int4(model, terms)
     make_rows_exact(model)
     assert isinstance(model.lean, LeanInt4Pass)
-    prompt_length = KEY_ALIGN - 3                      # the steps cross into a second aligned span
+    prompt_length = KEY_ALIGN - 3  # the steps cross into a second aligned span
     caches = {"lean": model.new_cache(3 * KEY_ALIGN), "module": model.new_cache(3 * KEY_ALIGN)}
     prompt = torch.randint(0, 128, (1, prompt_length), generator=gen)
-    assert not model.lean.handles(prompt, caches["lean"])          # the prompt pass: modules
+    assert not model.lean.handles(prompt, caches["lean"])  # the prompt pass: modules
     for cache in caches.values():
         model(prompt, cache)
         cache.commit(prompt_length)
     token = torch.tensor([[3]])
-    tree = DraftTree(torch.tensor([5, 9, 7, 11]), torch.tensor([-1, -1, 0, 2]), torch.zeros(4))   # depth 3
+    tree = DraftTree(
+        torch.tensor([5, 9, 7, 11]), torch.tensor([-1, -1, 0, 2]), torch.zeros(4)
+    )  # depth 3
     for i in range(8):
         taps = i % 2 == 0
         assert model.lean.handles(token, caches["lean"], taps=taps)
         runs = iter(caches.values())
-        lean, reference = _lean_and_module(model, lambda m, token=token, runs=runs, taps=taps:
-                                           m(token, next(runs), taps=taps))
+        lean, reference = _lean_and_module(
+            model, lambda m, token=token, runs=runs, taps=taps: m(token, next(runs), taps=taps)
+        )
         assert torch.equal(lean.logits, reference.logits)
-        assert (lean.taps is None) == (not taps) and (not taps or torch.equal(lean.taps, reference.taps))
-        if i % 3 == 1:                                 # a verification pass at slots in lane columns
-            assert model.lean.handles(torch.zeros(1, tree.size + 1, dtype=torch.long), caches["lean"],
-                                      positions=torch.arange(tree.size + 1), slots=torch.arange(tree.size + 1))
+        assert (lean.taps is None) == (not taps) and (
+            not taps or torch.equal(lean.taps, reference.taps)
+        )
+        if i % 3 == 1:  # a verification pass at slots in lane columns
+            assert model.lean.handles(
+                torch.zeros(1, tree.size + 1, dtype=torch.long),
+                caches["lean"],
+                positions=torch.arange(tree.size + 1),
+                slots=torch.arange(tree.size + 1),
+            )
             runs = iter(caches.values())
-            lean_tree, module_tree = _lean_and_module(model, lambda m, runs=runs, tree=tree:
-                                                      verify_pass(m, next(runs), 4, tree))
+            lean_tree, module_tree = _lean_and_module(
+                model, lambda m, runs=runs, tree=tree: verify_pass(m, next(runs), 4, tree)
+            )
             assert all(torch.equal(a, b) for a, b in zip(lean_tree, module_tree))
-        assert torch.equal(caches["lean"].k, caches["module"].k) and torch.equal(caches["lean"].v, caches["module"].v)
+        assert torch.equal(caches["lean"].k, caches["module"].k) and torch.equal(
+            caches["lean"].v, caches["module"].v
+        )
         for cache in caches.values():
             cache.commit(1)
         token = lean.logits[:, -1].argmax(-1, keepdim=True)
@@ -196,24 +235,38 @@ def test_a_batch_in_int4_decodes_each_row_as_alone(one_thread, budget):
     assert RowTargets.fits(model)
     drafter = make_tiny_drafter(model).to(torch.bfloat16).attach(model)
     gen = torch.Generator().manual_seed(4)
-    prompts = [torch.randint(0, 128, (n,), generator=gen).tolist() for n in (20, 5, 61, 33, 12, 40, 9, 27, 50)]
+    prompts = [
+        torch.randint(0, 128, (n,), generator=gen).tolist()
+        for n in (20, 5, 61, 33, 12, 40, 9, 27, 50)
+    ]
     params = [SamplingParams(max_new_tokens=n) for n in (40, 12, 40, 30, 40, 1, 25, 40, 36)]
-    config = TreeConfig(budget=budget, max_depth=max(1, min(budget, 4)), top_k=2 if budget > 3 else 1)
+    config = TreeConfig(
+        budget=budget, max_depth=max(1, min(budget, 4)), top_k=2 if budget > 3 else 1
+    )
     got: list[list[int]] = [[] for _ in prompts]
-    for index, chunk in decode_speculative_batch(model, drafter, prompts, params,
-                                                 [StopChecker((), p.max_new_tokens) for p in params],
-                                                 planner=FixedTree(config)):
+    for index, chunk in decode_speculative_batch(
+        model,
+        drafter,
+        prompts,
+        params,
+        [StopChecker((), p.max_new_tokens) for p in params],
+        planner=FixedTree(config),
+    ):
         got[index].extend(chunk)
     for prompt, p, tokens in zip(prompts, params, got):
-        assert tokens == list(decode_autoregressive(model, prompt, p, StopChecker((), p.max_new_tokens)))
+        assert tokens == list(
+            decode_autoregressive(model, prompt, p, StopChecker((), p.max_new_tokens))
+        )
 
 
 def test_one_token_rows_over_the_same_span_share_an_attention_call():
     from engine.runtime.kv_cache import KVCache
     from engine.runtime.lean_step import _groups
 
-    layouts = [(None, None, torch.ones(t, span, dtype=torch.bool)) for t, span in
-               [(1, 64), (1, 64), (1, 128), (3, 128), (1, 128), (1, 128), (1, 64)]]
+    layouts = [
+        (None, None, torch.ones(t, span, dtype=torch.bool))
+        for t, span in [(1, 64), (1, 64), (1, 128), (3, 128), (1, 128), (1, 128), (1, 64)]
+    ]
     counts = [1, 1, 1, 3, 1, 1, 1]
     batch = KVCache(1, 7, 1, 4, 8, torch.float32)
     assert [list(g) for g in _groups(layouts, counts, batch)] == [[0, 1], [2], [3], [4, 5], [6]]
@@ -235,10 +288,22 @@ def test_greedy_speculative_decoding_in_int4_equals_plain_decoding(one_thread):
     drafter = make_tiny_drafter(model).to(torch.bfloat16).attach(model)
     params = SamplingParams(max_new_tokens=48)
     for seed in range(3):
-        prompt = torch.randint(0, 128, (20,), generator=torch.Generator().manual_seed(seed)).tolist()
+        prompt = torch.randint(
+            0, 128, (20,), generator=torch.Generator().manual_seed(seed)
+        ).tolist()
         plain = list(decode_autoregressive(model, prompt, params, StopChecker((), 48)))
-        fast = [t for chunk in decode_speculative(model, drafter, prompt, params, StopChecker((), 48),
-                                                  planner=FixedTree(TreeConfig(budget=8))) for t in chunk]
+        fast = [
+            t
+            for chunk in decode_speculative(
+                model,
+                drafter,
+                prompt,
+                params,
+                StopChecker((), 48),
+                planner=FixedTree(TreeConfig(budget=8)),
+            )
+            for t in chunk
+        ]
         assert fast == plain
 
 
@@ -250,7 +315,7 @@ def test_a_stored_int4_model_comes_back_bit_for_bit_and_a_damaged_store_is_ignor
     save_hf_dir(make_tiny_target(), model_dir)
     model = make_tiny_target()
     out = model.layers[0].self_attn.qkv_proj.out_features
-    a, b = torch.randn(4, 64) * 0.1, torch.randn(out, 4) * 0.1       # low-rank terms on one layer
+    a, b = torch.randn(4, 64) * 0.1, torch.randn(out, 4) * 0.1  # low-rank terms on one layer
     distance = quantize_int4(model, {"layers.0.self_attn.qkv_proj": (a, b)})
     path = tmp_path / "store" / "tiny.safetensors"
     save_int4(model, distance, path)
@@ -259,7 +324,10 @@ def test_a_stored_int4_model_comes_back_bit_for_bit_and_a_damaged_store_is_ignor
     assert restored.layers[0].self_attn.qkv_proj.down is not None
     tokens = torch.tensor([list(range(3, 40))])
     with torch.inference_mode():
-        assert torch.equal(restored(tokens, restored.new_cache(64)).logits, model(tokens, model.new_cache(64)).logits)
+        assert torch.equal(
+            restored(tokens, restored.new_cache(64)).logits,
+            model(tokens, model.new_cache(64)).logits,
+        )
     path.write_bytes(path.read_bytes()[:1000])
     assert load_stored_int4(model_dir, path) is None
 
@@ -287,14 +355,16 @@ def test_only_the_most_recently_used_stores_are_kept(tmp_path):
     for i in range(5):
         path = tmp_path / f"model-{i}.safetensors"
         path.write_bytes(b"x")
-        os.utime(path, (now - 100 + i, now - 100 + i))      # model-4 most recent
+        os.utime(path, (now - 100 + i, now - 100 + i))  # model-4 most recent
     old_tmp, new_tmp = tmp_path / "model-9.123.tmp", tmp_path / "model-8.456.tmp"
     old_tmp.write_bytes(b"x")
     new_tmp.write_bytes(b"x")
     os.utime(old_tmp, (now - 7200, now - 7200))
     evict_oldest(tmp_path, keep=3)
-    assert sorted(p.name for p in tmp_path.glob("*.safetensors")) == [f"model-{i}.safetensors" for i in (2, 3, 4)]
-    assert not old_tmp.exists() and new_tmp.exists()          # a writer may still be busy with the new one
+    assert sorted(p.name for p in tmp_path.glob("*.safetensors")) == [
+        f"model-{i}.safetensors" for i in (2, 3, 4)
+    ]
+    assert not old_tmp.exists() and new_tmp.exists()  # a writer may still be busy with the new one
 
 
 @pytest.mark.slow
@@ -303,7 +373,7 @@ def test_an_unwritable_cache_only_costs_quantizing_again(model_dir, tmp_path, mo
 
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("")
-    monkeypatch.setenv("PROMPTX_CACHE", str(blocked))        # the store's folder cannot be made
+    monkeypatch.setenv("PROMPTX_CACHE", str(blocked))  # the store's folder cannot be made
     model, _, distance = load_int4(model_dir)
     assert model.precision == "int4" and distance < 0.1
 
@@ -320,7 +390,9 @@ def test_a_model_that_4_bits_would_change_is_refused_once_and_not_stored(tmp_pat
     save_hf_dir(make_tiny_target(), model_dir)
     assert load_int4(model_dir, max_grid_distance=0.1) is None
     store = tmp_path / "cache" / "int4"
-    assert [p.suffix for p in store.iterdir()] == [".far"] and float(next(store.iterdir()).read_text()) > 0.1
+    assert [p.suffix for p in store.iterdir()] == [".far"] and float(
+        next(store.iterdir()).read_text()
+    ) > 0.1
 
     def no_quantizing(*args, **kwargs):
         raise AssertionError("quantized again")

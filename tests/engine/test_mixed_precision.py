@@ -21,16 +21,16 @@ def test_multi_token_passes_stay_exactly_fp32_and_single_steps_use_bf16(one_thre
     head = mixed.lm_head.weight
     use_mixed_precision(mixed)
     assert isinstance(mixed.layers[0].mlp.down_proj, MixedLinear)
-    assert mixed.lm_head.weight is head                             # the same parameter (ties survive)
+    assert mixed.lm_head.weight is head  # the same parameter (ties survive)
     tokens = torch.randint(0, 128, (1, 7))
     ref_cache, mixed_cache = reference.new_cache(16), mixed.new_cache(16)
     ref_out = reference(tokens, ref_cache).logits
     mixed_out = mixed(tokens, mixed_cache).logits
-    assert torch.equal(ref_out, mixed_out)                          # 7 rows: the fp32 weights
+    assert torch.equal(ref_out, mixed_out)  # 7 rows: the fp32 weights
     ref_cache.commit(7), mixed_cache.commit(7)
     step = torch.tensor([[5]])
     ref_step, mixed_step = reference(step, ref_cache).logits, mixed(step, mixed_cache).logits
-    assert not torch.equal(ref_step, mixed_step)                    # 1 row: the bf16 copy
+    assert not torch.equal(ref_step, mixed_step)  # 1 row: the bf16 copy
     assert torch.allclose(ref_step, mixed_step, atol=0.1, rtol=0.05)
 
 
@@ -42,7 +42,7 @@ def test_only_float32_models_convert():
 
 def test_mixed_is_a_plain_only_precision():
     assert parse_dtype("mixed", "cpu") == MIXED
-    assert parse_dtype("auto", "cpu") in (torch.float32, torch.bfloat16)   # auto stays exact
+    assert parse_dtype("auto", "cpu") in (torch.float32, torch.bfloat16)  # auto stays exact
     assert fastest_dtype("cpu") == (MIXED if not cpu_has_fast_bf16() else "auto")
 
 
@@ -52,8 +52,10 @@ def test_mixed_generator_decodes_plainly_with_prefix_reuse(model_dir, tmp_path):
     assert not generator.can_speculate and generator.prefixes is not None
     assert generator.model.lm_head.weight is generator.model.embed_tokens.weight
     generator.prefixes.directory = tmp_path
-    messages = [{"role": "system", "content": "You describe scenes in one sentence."},
-                {"role": "user", "content": "a red kite over a beach"}]
+    messages = [
+        {"role": "system", "content": "You describe scenes in one sentence."},
+        {"role": "user", "content": "a red kite over a beach"},
+    ]
     ids = generator.tokenizer.encode_chat(messages)
     prefix_len = len(generator.tokenizer.encode_chat(messages[:1])) - 3
     params = SamplingParams(max_new_tokens=16)
@@ -79,11 +81,13 @@ def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias
     token = torch.tensor([[3]])
     for _ in range(8):
         assert model.lean.handles(token, lean_cache)
-        lean = model(token, lean_cache).logits                         # the lean path
+        lean = model(token, lean_cache).logits  # the lean path
         with module_path(model):
-            reference = model(token, module_cache).logits              # the module path
+            reference = model(token, module_cache).logits  # the module path
         assert torch.equal(lean, reference)
-        assert torch.equal(lean_cache.k, module_cache.k) and torch.equal(lean_cache.v, module_cache.v)
+        assert torch.equal(lean_cache.k, module_cache.k) and torch.equal(
+            lean_cache.v, module_cache.v
+        )
         lean_cache.commit(1), module_cache.commit(1)
         token = lean[:, -1].argmax(-1, keepdim=True)
 

@@ -25,7 +25,7 @@ def test_warm_prefill_equals_cold_from_memory_and_from_disk(one_thread, tmp_path
     assert len(list(tmp_path.glob("*.safetensors"))) == 1
     memory = PrefixCache("tiny", tmp_path)
     memory.save(PROMPT[:8], cold_cache.k[:, 0, :, :8], cold_cache.v[:, 0, :, :8])
-    for prefixes in (memory, PrefixCache("tiny", tmp_path)):      # in memory; a new process (disk)
+    for prefixes in (memory, PrefixCache("tiny", tmp_path)):  # in memory; a new process (disk)
         logits, cache = _prefill(model, prefixes, 8)
         assert torch.equal(logits, cold_logits)
         assert cache.length == len(PROMPT)
@@ -71,8 +71,11 @@ def test_decoding_with_a_stored_prefix_gives_the_same_tokens(one_thread, tmp_pat
 
     def decode():
         stop = StopChecker((), params.max_new_tokens)
-        return list(decode_autoregressive(model, PROMPT, params, stop,
-                                          prefixes=PrefixCache("tiny", tmp_path), prefix_len=9))
+        return list(
+            decode_autoregressive(
+                model, PROMPT, params, stop, prefixes=PrefixCache("tiny", tmp_path), prefix_len=9
+            )
+        )
 
     assert decode() == decode() and len(decode()) == 10
 
@@ -82,6 +85,8 @@ def test_an_unwritable_cache_directory_only_costs_speed(tmp_path, one_thread):
     blocker.write_text("a file where the cache directory should be")
     model = make_tiny_target()
     prefixes = PrefixCache("tiny", blocker / "prefixes")
-    logits, cache = _prefill(model, prefixes, 8)                  # the write fails quietly
-    assert cache.length == len(PROMPT) and prefixes.load(PROMPT[:8]) is not None   # memory still serves
+    logits, cache = _prefill(model, prefixes, 8)  # the write fails quietly
+    assert (
+        cache.length == len(PROMPT) and prefixes.load(PROMPT[:8]) is not None
+    )  # memory still serves
     assert PrefixCache("tiny", blocker / "prefixes").load(PROMPT[:8]) is None

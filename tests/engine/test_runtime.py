@@ -29,7 +29,9 @@ def test_logits_and_taps_match_transformers(fp32_model, hf_model, prompt):
         ref = hf_model(torch.tensor([ids]), output_hidden_states=True)
     torch.testing.assert_close(out.logits, ref.logits, atol=1e-4, rtol=1e-5)
     low, mid, high = model.config.tap_layers
-    expected = torch.cat([ref.hidden_states[low], ref.hidden_states[mid], ref.hidden_states[high]], -1)
+    expected = torch.cat(
+        [ref.hidden_states[low], ref.hidden_states[mid], ref.hidden_states[high]], -1
+    )
     # hidden states are larger than logits; AVX-512 and AVX2 kernels sum in different orders
     # (seen: 1.2e-4 on one of 65k values on an AVX512-BF16 EPYC)
     torch.testing.assert_close(out.taps, expected, atol=3e-4, rtol=1e-4)
@@ -63,7 +65,9 @@ def test_tree_mask_forward_equals_each_branch(fp32_model):
     mask[:, start:] = torch.tensor([[1, 0, 0], [1, 1, 0], [0, 0, 1]], dtype=torch.bool)
     tree = model(tokens, cache, positions=positions, mask=mask).logits[0]
     for branch, rows in ((branch_a, [0, 1]), (branch_b, [2])):
-        alone = model(torch.tensor([prefix + branch]), model.new_cache(256)).logits[0, len(prefix):]
+        alone = model(torch.tensor([prefix + branch]), model.new_cache(256)).logits[
+            0, len(prefix) :
+        ]
         torch.testing.assert_close(tree[rows], alone, atol=1e-4, rtol=1e-5)
 
 
@@ -83,16 +87,21 @@ def test_prefix_causal_mask_shape_and_content():
 
 class TestKVCache:
     def make(self):
-        cache = KVCache(num_layers=2, batch=1, num_kv_heads=1, head_dim=2, capacity=8, dtype=torch.float32)
+        cache = KVCache(
+            num_layers=2, batch=1, num_kv_heads=1, head_dim=2, capacity=8, dtype=torch.float32
+        )
         for layer in range(2):
-            values = torch.arange(6, dtype=torch.float32).view(1, 1, 6, 1).expand(1, 1, 6, 2) + 10 * layer
+            values = (
+                torch.arange(6, dtype=torch.float32).view(1, 1, 6, 1).expand(1, 1, 6, 2)
+                + 10 * layer
+            )
             cache.write(layer, 0, values, -values)
         return cache
 
     def test_compact_moves_accepted_slots_into_place(self):
         cache = self.make()
-        cache.commit(2)                              # prefix: slots 0, 1; tree in slots 2..5
-        cache.compact(torch.tensor([2, 4, 5]))       # accept root (2) and nodes in slots 4, 5
+        cache.commit(2)  # prefix: slots 0, 1; tree in slots 2..5
+        cache.compact(torch.tensor([2, 4, 5]))  # accept root (2) and nodes in slots 4, 5
         assert cache.length == 5
         assert cache.k[0, 0, 0, :5, 0].tolist() == [0, 1, 2, 4, 5]
         assert cache.v[1, 0, 0, :5, 0].tolist() == [-10, -11, -12, -14, -15]

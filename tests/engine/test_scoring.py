@@ -15,7 +15,9 @@ def _plain_logprob(model, prefix, continuation, skip=0) -> float:
     cache = model.new_cache(capacity=len(tokens) + 1)
     logits = model(torch.tensor([tokens]), cache).logits[0].float()
     logp = torch.log_softmax(logits, dim=-1)
-    return sum(float(logp[len(prefix) + j - 1, continuation[j]]) for j in range(skip, len(continuation)))
+    return sum(
+        float(logp[len(prefix) + j - 1, continuation[j]]) for j in range(skip, len(continuation))
+    )
 
 
 def test_packed_scores_equal_one_forward_per_continuation():
@@ -36,7 +38,9 @@ def test_groups_with_other_prefixes_do_not_see_each_other():
     alone = [score_groups(model, [a])[0], score_groups(model, [b])[0]]
     for got, want in zip(together, alone):
         assert [s.logprob for s in got] == pytest.approx([s.logprob for s in want], abs=1e-4)
-    assert together[1][0].logprob == pytest.approx(_plain_logprob(model, [9, 8], [4, 5], 1), abs=1e-4)
+    assert together[1][0].logprob == pytest.approx(
+        _plain_logprob(model, [9, 8], [4, 5], 1), abs=1e-4
+    )
     assert together[0][0].logprob != pytest.approx(together[1][0].logprob, abs=1e-3)
 
 

@@ -22,12 +22,24 @@ from engine.speculative.verify import verify_sampling
 pytestmark = pytest.mark.slow
 
 PROMPTS = [
-    "a cat on a skateboard", "a lighthouse in a storm", "two astronauts playing chess on the moon",
-    "a bowl of ramen, steam rising", "a fox running through snow", "an old man reading in a library",
-    "a neon city street in the rain", "a hummingbird drinking from a flower", "a castle on a cliff at sunset",
-    "a child flying a red kite on a beach", "a samurai under cherry blossoms", "a busy market in Marrakesh",
+    "a cat on a skateboard",
+    "a lighthouse in a storm",
+    "two astronauts playing chess on the moon",
+    "a bowl of ramen, steam rising",
+    "a fox running through snow",
+    "an old man reading in a library",
+    "a neon city street in the rain",
+    "a hummingbird drinking from a flower",
+    "a castle on a cliff at sunset",
+    "a child flying a red kite on a beach",
+    "a samurai under cherry blossoms",
+    "a busy market in Marrakesh",
 ]
-CONFIGS = [TreeConfig.chain(4), TreeConfig(budget=8, max_depth=4, top_k=2), TreeConfig(budget=16, max_depth=5, top_k=4)]
+CONFIGS = [
+    TreeConfig.chain(4),
+    TreeConfig(budget=8, max_depth=4, top_k=2),
+    TreeConfig(budget=16, max_depth=5, top_k=4),
+]
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +53,17 @@ def drafter(fp32_model):
 
 
 def prompt_ids(tok, prompt):
-    return tok.encode_chat([{"role": "user", "content": f"Write a detailed video prompt: {prompt}"}])
+    return tok.encode_chat(
+        [{"role": "user", "content": f"Write a detailed video prompt: {prompt}"}]
+    )
 
 
 def reference(model, tok, ids, params):
-    return list(decode_autoregressive(model, ids, params, StopChecker(tok.eos_token_ids, params.max_new_tokens)))
+    return list(
+        decode_autoregressive(
+            model, ids, params, StopChecker(tok.eos_token_ids, params.max_new_tokens)
+        )
+    )
 
 
 def speculative(model, drafter, tok, ids, params, config):
@@ -95,7 +113,7 @@ def test_sampled_speculative_is_seeded(fp32_model, drafter):
 def chi_square_p_value(counts: dict, probs: dict, n: int) -> float:
     """Pearson chi-square test, rare outcomes (expected < 5) pooled into one bin."""
     if any(probs.get(token, 0.0) == 0.0 for token in counts):
-        return 0.0                               # an impossible token was produced
+        return 0.0  # an impossible token was produced
     observed, expected, rest_obs, rest_exp = [], [], 0.0, 0.0
     for token in set(probs) | set(counts):
         e, o = probs.get(token, 0.0) * n, counts.get(token, 0)
@@ -108,9 +126,12 @@ def chi_square_p_value(counts: dict, probs: dict, n: int) -> float:
     stat = sum((o - e) ** 2 / e for o, e in zip(observed, expected))
     dof = len(observed) - 1
     if dof == 0:
-        return 1.0                               # a single possible outcome, and only it was seen
-    return float(torch.special.gammaincc(torch.tensor(dof / 2, dtype=torch.float64),
-                                         torch.tensor(stat / 2, dtype=torch.float64)))
+        return 1.0  # a single possible outcome, and only it was seen
+    return float(
+        torch.special.gammaincc(
+            torch.tensor(dof / 2, dtype=torch.float64), torch.tensor(stat / 2, dtype=torch.float64)
+        )
+    )
 
 
 def test_sampling_keeps_the_target_distribution(fp32_model):
@@ -129,7 +150,9 @@ def test_sampling_keeps_the_target_distribution(fp32_model):
     probe = DraftTree(torch.tensor(first), torch.full((3,), -1), torch.zeros(3))
     probe_logits, _, _ = verify_pass(model, cache, root, probe)
     for i, token in enumerate(first):
-        grand.append(next_token_distribution(probe_logits[i + 1], [token], params).topk(2).indices.tolist())
+        grand.append(
+            next_token_distribution(probe_logits[i + 1], [token], params).topk(2).indices.tolist()
+        )
     tokens = first + [t for pair in grand for t in pair]
     parents = [-1, -1, -1, 0, 0, 1, 1, 2, 2]
     tree = DraftTree(torch.tensor(tokens), torch.tensor(parents), -torch.arange(9.0))
@@ -154,21 +177,34 @@ def test_sampling_keeps_the_target_distribution(fp32_model):
         if total < 200:
             continue
         p2 = next_token_distribution(logits[node + 1], [token], params)
-        assert chi_square_p_value(counts, {i: float(v) for i, v in enumerate(p2) if v > 0}, total) > 1e-3
+        assert (
+            chi_square_p_value(counts, {i: float(v) for i, v in enumerate(p2) if v > 0}, total)
+            > 1e-3
+        )
 
 
-def test_a_stop_predicate_ends_speculative_and_plain_decoding_at_the_same_token(fp32_model, drafter):
+def test_a_stop_predicate_ends_speculative_and_plain_decoding_at_the_same_token(
+    fp32_model, drafter
+):
     model, tok = fp32_model
     params = SamplingParams(max_new_tokens=60)
     ids = prompt_ids(tok, PROMPTS[1])
-    words = lambda tokens: len(tok.decode(tokens).split()) > 12      # noqa: E731
+    words = lambda tokens: len(tok.decode(tokens).split()) > 12  # noqa: E731
 
     def run(decode):
         stop = StopChecker(tok.eos_token_ids, params.max_new_tokens, stop_if=words)
-        return [t for chunk in decode(stop) for t in (chunk if isinstance(chunk, list) else [chunk])], stop
+        return [
+            t for chunk in decode(stop) for t in (chunk if isinstance(chunk, list) else [chunk])
+        ], stop
 
     plain, plain_stop = run(lambda stop: decode_autoregressive(model, ids, params, stop))
-    spec, spec_stop = run(lambda stop: decode_speculative(model, drafter, ids, params, stop, DecodeStats(),
-                                                          FixedTree(CONFIGS[2])))
+    spec, spec_stop = run(
+        lambda stop: decode_speculative(
+            model, drafter, ids, params, stop, DecodeStats(), FixedTree(CONFIGS[2])
+        )
+    )
     assert plain == spec and plain_stop.finish_reason == spec_stop.finish_reason == "budget"
-    assert len(tok.decode(plain[:-1]).split()) <= 12 < len(tok.decode(plain).split()) and len(plain) < 60
+    assert (
+        len(tok.decode(plain[:-1]).split()) <= 12 < len(tok.decode(plain).split())
+        and len(plain) < 60
+    )

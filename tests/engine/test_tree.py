@@ -19,8 +19,11 @@ def hand_tree() -> DraftTree:
     # 2:12  3:13
     #  |
     # 4:14
-    return DraftTree(torch.tensor([10, 11, 12, 13, 14]), torch.tensor([-1, -1, 0, 0, 2]),
-                     torch.tensor([-0.1, -0.5, -0.3, -0.2, -0.6]))
+    return DraftTree(
+        torch.tensor([10, 11, 12, 13, 14]),
+        torch.tensor([-1, -1, 0, 0, 2]),
+        torch.tensor([-0.1, -0.5, -0.3, -0.2, -0.6]),
+    )
 
 
 def test_hand_tree_structure():
@@ -28,13 +31,12 @@ def test_hand_tree_structure():
     assert tree.size == 5 and tree.max_depth == 3
     assert tree.depths.tolist() == [1, 1, 2, 2, 3]
     assert tree.root_children == [0, 1]
-    assert tree.children == [[3, 2], [], [4], [], []]   # decreasing score
+    assert tree.children == [[3, 2], [], [4], [], []]  # decreasing score
     assert tree.leaf_paths() == [[1], [0, 3], [0, 2, 4]]
-    expected = torch.tensor([[1, 0, 0, 0, 0],
-                             [0, 1, 0, 0, 0],
-                             [1, 0, 1, 0, 0],
-                             [1, 0, 0, 1, 0],
-                             [1, 0, 1, 0, 1]], dtype=torch.bool)
+    expected = torch.tensor(
+        [[1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [1, 0, 1, 0, 0], [1, 0, 0, 1, 0], [1, 0, 1, 0, 1]],
+        dtype=torch.bool,
+    )
     assert torch.equal(tree.ancestor_mask, expected)
     assert torch.equal(tree.ancestor_mask.sum(1), tree.depths)
     assert tree.positions(7).tolist() == [8, 8, 9, 9, 10]
@@ -54,12 +56,15 @@ def test_chain_and_empty():
     assert empty.ancestor_mask.shape == (0, 0)
 
 
-@pytest.mark.parametrize("tokens, parents, scores", [
-    ([1, 2], [-1, 1], [0.0, 0.0]),          # parent not before child
-    ([1, 2], [-1, -2], [0.0, 0.0]),         # bad parent id
-    ([1, 2], [-1, 0], [0.0]),               # shape mismatch
-    ([1, 1], [-1, -1], [0.0, -1.0]),        # siblings repeat a token
-])
+@pytest.mark.parametrize(
+    "tokens, parents, scores",
+    [
+        ([1, 2], [-1, 1], [0.0, 0.0]),  # parent not before child
+        ([1, 2], [-1, -2], [0.0, 0.0]),  # bad parent id
+        ([1, 2], [-1, 0], [0.0]),  # shape mismatch
+        ([1, 1], [-1, -1], [0.0, -1.0]),  # siblings repeat a token
+    ],
+)
 def test_invalid_trees_raise(tokens, parents, scores):
     with pytest.raises(ValueError):
         DraftTree(torch.tensor(tokens), torch.tensor(parents), torch.tensor(scores))
@@ -79,7 +84,7 @@ def random_pool(rng: random.Random, size: int, monotone: bool = True):
 
 def assert_connected_topological(tree: DraftTree):
     parents = tree.parents.tolist()
-    assert all(-1 <= p < i for i, p in enumerate(parents))   # DraftTree enforces it too
+    assert all(-1 <= p < i for i, p in enumerate(parents))  # DraftTree enforces it too
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -88,7 +93,9 @@ def test_select_top_nodes_property(seed):
     size = rng.randrange(1, 40)
     budget = rng.randrange(0, 45)
     tokens, parents, scores = random_pool(rng, size)
-    tree = select_top_nodes(torch.tensor(tokens), torch.tensor(parents), torch.tensor(scores), budget)
+    tree = select_top_nodes(
+        torch.tensor(tokens), torch.tensor(parents), torch.tensor(scores), budget
+    )
     assert tree.size == min(budget, size)
     assert_connected_topological(tree)
     kept = tree.pool_indices.tolist()
@@ -138,8 +145,10 @@ def test_expansion_hand_checked():
     assert idx.tolist() == [2, 4] and toks.tolist() == [1, 3]
     assert par.tolist() == [0, 1] and dep.tolist() == [2, 2]
     mask = exp.frontier_ancestor_mask(idx)
-    assert mask.tolist() == [[True, False, True, False, False, False],
-                             [False, True, False, False, True, False]]
+    assert mask.tolist() == [
+        [True, False, True, False, False, False],
+        [False, True, False, False, True, False],
+    ]
     tree = exp.finish()
     assert tree.pool_indices.tolist() == [0, 1, 2, 4]
     assert tree.token_list == [5, 7, 1, 3]
@@ -150,7 +159,7 @@ def test_expansion_hand_checked():
 
 def synthetic_drafter(path: tuple[int, ...], vocab: int = 20) -> torch.Tensor:
     """Fixed random log-probs [V] as a function of the path."""
-    gen = torch.Generator().manual_seed(hash(path) % (2 ** 31))
+    gen = torch.Generator().manual_seed(hash(path) % (2**31))
     return torch.log_softmax(2 * torch.randn(vocab, generator=gen), -1)
 
 

@@ -14,7 +14,13 @@ from collections import Counter
 import pytest
 import torch
 
-from engine.decode.sampling import SamplingParams, greedy_token, make_generator, next_token_distribution, sample_from
+from engine.decode.sampling import (
+    SamplingParams,
+    greedy_token,
+    make_generator,
+    next_token_distribution,
+    sample_from,
+)
 from engine.speculative.tree import DraftTree, TreeExpansion
 from engine.speculative.verify import VerifyResult, verify, verify_greedy, verify_sampling
 
@@ -23,7 +29,7 @@ VOCAB = 10
 
 def path_logits(path: tuple[int, ...], salt: int = 0, vocab: int = VOCAB) -> torch.Tensor:
     """Fixed random logits [V] as a function of the path (the synthetic target)."""
-    gen = torch.Generator().manual_seed((hash(path) + 7919 * salt) % (2 ** 31))
+    gen = torch.Generator().manual_seed((hash(path) + 7919 * salt) % (2**31))
     return 2.0 * torch.randn(vocab, generator=gen)
 
 
@@ -33,7 +39,9 @@ def node_path(tree: DraftTree, node: int) -> tuple[int, ...]:
 
 def target_rows(tree: DraftTree, prefix: tuple[int, ...]) -> torch.Tensor:
     """Target logits [N+1, V]: after the root, then after each node."""
-    rows = [path_logits(prefix)] + [path_logits(prefix + node_path(tree, i)) for i in range(tree.size)]
+    rows = [path_logits(prefix)] + [
+        path_logits(prefix + node_path(tree, i)) for i in range(tree.size)
+    ]
     return torch.stack(rows)
 
 
@@ -55,21 +63,22 @@ def draft_tree(prefix: tuple[int, ...], drafter, budget=6, depth=3, k=2) -> Draf
     return exp.finish()
 
 
-def good_drafter(path):   # close to the target
+def good_drafter(path):  # close to the target
     return torch.log_softmax(path_logits(path) + 0.7 * path_logits(path, salt=1), -1)
 
 
-def bad_drafter(path):    # never proposes the target's favourite: low but nonzero p
+def bad_drafter(path):  # never proposes the target's favourite: low but nonzero p
     logits = path_logits(path).clone()
     logits[logits.argmax()] = float("-inf")
     return torch.log_softmax(logits, -1)
 
 
-def zero_mass_drafter(path):   # proposes the target's least likely tokens (p = 0 after top-k/top-p)
+def zero_mass_drafter(path):  # proposes the target's least likely tokens (p = 0 after top-k/top-p)
     return torch.log_softmax(-path_logits(path), -1)
 
 
 # ---------------------------------------------------------------- greedy
+
 
 def one_hot_logits(rows: list[dict[int, float]], vocab: int = 6) -> torch.Tensor:
     out = torch.zeros(len(rows), vocab)
@@ -87,20 +96,25 @@ def penalty_tree() -> DraftTree:
     #     2:3
     #   /  |  \
     # 3:1 4:2 5:4
-    return DraftTree(torch.tensor([1, 2, 3, 1, 2, 4]), torch.tensor([-1, -1, 0, 2, 2, 2]),
-                     torch.tensor([-0.1, -0.2, -0.3, -0.4, -0.5, -0.6]))
+    return DraftTree(
+        torch.tensor([1, 2, 3, 1, 2, 4]),
+        torch.tensor([-1, -1, 0, 2, 2, 2]),
+        torch.tensor([-0.1, -0.2, -0.3, -0.4, -0.5, -0.6]),
+    )
 
 
 def penalty_logits() -> torch.Tensor:
-    return one_hot_logits([
-        {1: 5.0},                      # row 0 (root): token 1
-        {3: 5.0},                      # after node 0: token 3
-        {0: 5.0},                      # after node 1 (not walked)
-        {1: 2.2, 2: 2.1, 4: 1.9},      # after node 2: the penalty decides
-        {0: 3.0},                      # after node 3
-        {5: 3.0},                      # after node 4
-        {3: 3.0},                      # after node 5
-    ])
+    return one_hot_logits(
+        [
+            {1: 5.0},  # row 0 (root): token 1
+            {3: 5.0},  # after node 0: token 3
+            {0: 5.0},  # after node 1 (not walked)
+            {1: 2.2, 2: 2.1, 4: 1.9},  # after node 2: the penalty decides
+            {0: 3.0},  # after node 3
+            {5: 3.0},  # after node 4
+            {3: 3.0},  # after node 5
+        ]
+    )
 
 
 def test_greedy_accepts_matching_path_and_bonus():
@@ -125,7 +139,7 @@ def test_greedy_repetition_penalty_uses_own_path_only():
 def test_greedy_history_counts_at_root():
     tree = penalty_tree()
     logits = penalty_logits()
-    logits[0, 2] = 4.0                  # root: token 1 (5.0) vs token 2 (4.0)
+    logits[0, 2] = 4.0  # root: token 1 (5.0) vs token 2 (4.0)
     logits[2] = one_hot_logits([{3: 1.0}])[0]
     result = verify_greedy(tree, logits, [1], SamplingParams(repetition_penalty=1.5))
     assert result.accepted_nodes == [1] and result.tokens == [2, 3] and result.bonus_row == 2
@@ -160,8 +174,8 @@ def test_greedy_decode_equals_reference(penalty):
         result = verify(tree, target_rows(tree, prefix), out, params)
         out += result.tokens
         rounds += 1
-    assert out[:len(reference)] == reference
-    assert rounds < 30   # some draft tokens were accepted
+    assert out[: len(reference)] == reference
+    assert rounds < 30  # some draft tokens were accepted
 
 
 # ---------------------------------------------------------------- sampling
@@ -173,8 +187,9 @@ HISTORY = (2,)
 def exact_joint(params: SamplingParams) -> torch.Tensor:
     """P(first, second) [V, V] of the reference decoder."""
     first = next_token_distribution(path_logits(()), list(HISTORY), params)
-    second = torch.stack([next_token_distribution(path_logits((a,)), [*HISTORY, a], params)
-                          for a in range(VOCAB)])
+    second = torch.stack(
+        [next_token_distribution(path_logits((a,)), [*HISTORY, a], params) for a in range(VOCAB)]
+    )
     return first[:, None] * second
 
 
@@ -188,7 +203,9 @@ def speculative_pairs(drafter, params: SamplingParams, draws: int, seed: int):
     generator = make_generator(seed)
     tree = draft_tree((), drafter)
     logits = target_rows(tree, ())
-    continuation = [next_token_distribution(path_logits((a,)), [*HISTORY, a], params) for a in range(VOCAB)]
+    continuation = [
+        next_token_distribution(path_logits((a,)), [*HISTORY, a], params) for a in range(VOCAB)
+    ]
     counts: Counter = Counter()
     emitted = 0
     for _ in range(draws):
@@ -243,7 +260,7 @@ NO_PENALTY = SamplingParams(temperature=0.8, top_p=0.9, top_k=6)
 
 def test_sampling_lossless_good_draft():
     tokens_per_round = check_lossless(good_drafter, NO_PENALTY, draws=8000, seed=1)
-    assert tokens_per_round > 1.3   # the tree path is really exercised
+    assert tokens_per_round > 1.3  # the tree path is really exercised
 
 
 def test_sampling_lossless_with_repetition_penalty():
@@ -260,7 +277,7 @@ def test_sampling_lossless_bad_draft():
 
 def test_sampling_lossless_zero_mass_draft():
     tokens_per_round = check_lossless(zero_mass_drafter, NO_PENALTY, draws=1500, seed=3)
-    assert tokens_per_round == 1.0   # nothing can be accepted
+    assert tokens_per_round == 1.0  # nothing can be accepted
 
 
 def test_chi_square_detects_a_wrong_distribution():
@@ -286,7 +303,7 @@ def test_sampling_one_hot_target():
     for _ in range(50):
         result = verify_sampling(tree, logits, [], params, generator)
         assert result == VerifyResult([0, 2, 3], [1, 3, 1, 0], 4)
-    logits[0] = one_hot_logits([{5: 1.0}])[0]   # no root child matches
+    logits[0] = one_hot_logits([{5: 1.0}])[0]  # no root child matches
     assert verify_sampling(tree, logits, [], params, generator) == VerifyResult([], [5], 0)
 
 
@@ -294,8 +311,10 @@ def test_sampling_is_reproducible_with_seed():
     prefix = ()
     tree = draft_tree(prefix, good_drafter)
     logits = target_rows(tree, prefix)
-    runs = [[verify_sampling(tree, logits, list(HISTORY), PARAMS, gen).tokens for _ in range(20)]
-            for gen in (make_generator(5), make_generator(5))]
+    runs = [
+        [verify_sampling(tree, logits, list(HISTORY), PARAMS, gen).tokens for _ in range(20)]
+        for gen in (make_generator(5), make_generator(5))
+    ]
     assert runs[0] == runs[1]
 
 
@@ -312,9 +331,12 @@ def test_rejection_by_rounding_still_accepts(monkeypatch):
     # empty and the last child with mass must be taken instead of sampling
     # from zeros.
     from engine.speculative.verify import _try_children
+
     p = torch.tensor([0.00026337665622122586, 0.9997366070747375])
     assert float(p.sum()) - float(p[0]) > float(p[1])
     tree = DraftTree(torch.tensor([0, 1]), torch.tensor([-1, -1]), torch.tensor([-0.1, -0.2]))
-    monkeypatch.setattr(torch, "rand", lambda n, **kw: torch.full((n,), 1 - 1e-10, dtype=torch.float64))
+    monkeypatch.setattr(
+        torch, "rand", lambda n, **kw: torch.full((n,), 1 - 1e-10, dtype=torch.float64)
+    )
     child, _ = _try_children(tree, -1, p, make_generator(0))
     assert child == 1

@@ -22,8 +22,14 @@ def run_until(command: list[str], out: Path, lines: int, sig: int) -> subprocess
 
     The command gets Ctrl-C's default handling even where the test runner was started in the
     background (a shell then ignores SIGINT for it, and Python would never see the signal)."""
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=_default_sigint)
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and process.poll() is None:
         if out.exists() and out.read_text(encoding="utf-8").count("\n") >= lines:

@@ -32,11 +32,19 @@ class ServerProcess:
         self.args = ["--port", str(self.port), *args]
         self.env = {**os.environ, **(env or {})}
         self.process: subprocess.Popen | None = None
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="promptx-serve-", suffix=".log", delete=False)
+        self.log = tempfile.NamedTemporaryFile(
+            "w+", prefix="promptx-serve-", suffix=".log", delete=False
+        )
 
     def start(self, *, wait_ready: bool = True) -> "ServerProcess":
-        self.process = subprocess.Popen([sys.executable, "-m", "promptx", "serve", *self.args], cwd=ROOT,
-                                        env=self.env, stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "promptx", "serve", *self.args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         if wait_ready:
             self.wait_ready()
         return self
@@ -45,7 +53,9 @@ class ServerProcess:
         deadline = time.monotonic() + STARTUP_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"promptx serve exited with {self.process.returncode}:\n{self.output()}")
+                raise RuntimeError(
+                    f"promptx serve exited with {self.process.returncode}:\n{self.output()}"
+                )
             try:
                 if httpx.get(self.url + "/health", timeout=2).status_code == 200:
                     return

@@ -18,8 +18,18 @@ def fake_generate_many(calls):
         time.sleep(0.2)
         if any(m[0]["content"] == "too long" for m, _ in requests):
             raise PromptTooLongError("too long")
-        return [GenerationOutput(text=m[0]["content"].upper(), prompt_tokens=1, completion_tokens=1,
-                                 finish_reason="eos", latency_s=0.2, tokens_per_s=5.0) for m, _ in requests]
+        return [
+            GenerationOutput(
+                text=m[0]["content"].upper(),
+                prompt_tokens=1,
+                completion_tokens=1,
+                finish_reason="eos",
+                latency_s=0.2,
+                tokens_per_s=5.0,
+            )
+            for m, _ in requests
+        ]
+
     return generate_many
 
 
@@ -29,7 +39,9 @@ def run_concurrently(batcher, prompts):
     def call(prompt):
         barrier.wait()
         try:
-            results[prompt] = batcher.generate([{"role": "user", "content": prompt}], GenerationOptions())
+            results[prompt] = batcher.generate(
+                [{"role": "user", "content": prompt}], GenerationOptions()
+            )
         except PromptTooLongError as exc:
             results[prompt] = exc
 
@@ -81,9 +93,9 @@ def test_only_callers_that_have_met_wait_for_company():
         batcher.generate([{"role": "user", "content": "alone"}], GenerationOptions())
         return time.perf_counter() - started
 
-    assert alone() < 1.0                                   # 0.2 s decoding, no window
+    assert alone() < 1.0  # 0.2 s decoding, no window
     run_concurrently(batcher, ["a", "b", "c"])
-    assert alone() >= 1.5                                  # waited the whole window: nobody came
+    assert alone() >= 1.5  # waited the whole window: nobody came
 
 
 def test_an_interrupt_reaches_every_caller_of_its_batch_and_nothing_spins():
@@ -108,10 +120,15 @@ def test_the_word_budget_does_not_count_a_preamble():
     backend = EmbeddedBackend.__new__(EmbeddedBackend)
     backend._word_bounds = None
     backend.generator = SimpleNamespace(
-        tokenizer=SimpleNamespace(decode=lambda tokens: " ".join(words[t] for t in tokens),
-                                  token_texts=lambda: [" " + w for w in words]),
-        stop_checker=lambda params, stop_if=None: StopChecker((), params.max_new_tokens, stop_if=stop_if))
+        tokenizer=SimpleNamespace(
+            decode=lambda tokens: " ".join(words[t] for t in tokens),
+            token_texts=lambda: [" " + w for w in words],
+        ),
+        stop_checker=lambda params, stop_if=None: StopChecker(
+            (), params.max_new_tokens, stop_if=stop_if
+        ),
+    )
     stop = backend._stop_checker(SamplingParams(max_new_tokens=50), GenerationOptions(max_words=8))
     used = stop.accept_many(range(len(words)))
     assert stop.finish_reason == "budget"
-    assert used == 19          # 10 preamble words do not count: the 9th word after it stops the text
+    assert used == 19  # 10 preamble words do not count: the 9th word after it stops the text

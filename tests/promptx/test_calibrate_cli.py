@@ -31,9 +31,27 @@ def test_calibrate_writes_a_table_the_harness_can_load(model_dir, tmp_path):
     from engine.planning.cost_table import CostTable
 
     out = tmp_path / "table.json"
-    result = CliRunner().invoke(main, ["calibrate", "--tokens", "1,4", "--contexts", "32", "--batches", "1,2",
-                                       "--widths", "1,2", "--repeats", "1", "--threads", "1", "--out", str(out),
-                                       "--json"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "calibrate",
+            "--tokens",
+            "1,4",
+            "--contexts",
+            "32",
+            "--batches",
+            "1,2",
+            "--widths",
+            "1,2",
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     printed = json.loads(result.output)
     table = CostTable.load(out)

@@ -3,8 +3,17 @@
 import pytest
 
 from promptx.errors import InvalidInputError
-from promptx.text.cleanup import (CleanResult, clean_output, count_words, cut_repetition, dedupe_tags,
-                                  estimate_encoder_tokens, fit_length, strip_wrapping, to_one_paragraph)
+from promptx.text.cleanup import (
+    CleanResult,
+    clean_output,
+    count_words,
+    cut_repetition,
+    dedupe_tags,
+    estimate_encoder_tokens,
+    fit_length,
+    strip_wrapping,
+    to_one_paragraph,
+)
 
 PROMPT = "A ginger tabby cat balances on a red skateboard."
 
@@ -44,7 +53,7 @@ PROMPT = "A ginger tabby cat balances on a red skateboard."
         f"{PROMPT}\n\nI've added details about the fur and the light.",
         f"{PROMPT}\n\nNegative prompt: blurry, low quality",
         f"{PROMPT}\n\nAlternatively: A black cat on a longboard.",
-        f"Sure!\n\nEnhanced prompt:\n\n\"{PROMPT}\"\n\nEnjoy!",
+        f'Sure!\n\nEnhanced prompt:\n\n"{PROMPT}"\n\nEnjoy!',
     ],
 )
 def test_strip_wrapping_removes_preambles_chatter_markdown_and_quotes(raw):
@@ -59,11 +68,18 @@ def test_strip_wrapping_removes_inline_markdown():
 def test_a_heading_word_before_the_text_goes():
     assert strip_wrapping("Motion: The bubbles swirl and rise.") == "The bubbles swirl and rise."
     assert strip_wrapping("Scene: a quiet harbor at dawn.") == "a quiet harbor at dawn."
-    assert strip_wrapping("Motionless bubbles: they hang in the dark.") == "Motionless bubbles: they hang in the dark."
+    assert (
+        strip_wrapping("Motionless bubbles: they hang in the dark.")
+        == "Motionless bubbles: they hang in the dark."
+    )
 
 
 def test_html_tags_go_but_a_lora_tag_stays():
-    out = clean_output("A <b>ginger</b> cat rides a skateboard.<br>Sharp focus.<br>.", fmt="paragraph", max_words=50)
+    out = clean_output(
+        "A <b>ginger</b> cat rides a skateboard.<br>Sharp focus.<br>.",
+        fmt="paragraph",
+        max_words=50,
+    )
     assert out.text == "A ginger cat rides a skateboard. Sharp focus."
     assert strip_wrapping("a cat, <lora:fluffy:0.8>, night") == "a cat, <lora:fluffy:0.8>, night"
 
@@ -249,7 +265,10 @@ def test_fit_length_returns_text_that_fits_unchanged():
     ("max_words", "expected"),
     [
         (31, PARAGRAPH.rsplit(" Dust", 1)[0]),
-        (24, "A ginger cat balances on a red skateboard. It rolls down a sunlit street at golden hour."),
+        (
+            24,
+            "A ginger cat balances on a red skateboard. It rolls down a sunlit street at golden hour.",
+        ),
         (12, "A ginger cat balances on a red skateboard."),
         (8, "A ginger cat balances on a red skateboard."),
     ],
@@ -262,23 +281,34 @@ def test_fit_length_cuts_at_the_last_sentence_boundary_that_fits(max_words, expe
 
 def test_fit_length_cuts_at_a_clause_when_no_sentence_fits():
     text = "A ginger cat balances on a red skateboard, its fur ruffled by the wind, at dusk."
-    assert fit_length(text, max_words=14) == "A ginger cat balances on a red skateboard, its fur ruffled by the wind."
+    assert (
+        fit_length(text, max_words=14)
+        == "A ginger cat balances on a red skateboard, its fur ruffled by the wind."
+    )
     assert fit_length(text, max_words=9) == "A ginger cat balances on a red skateboard."
 
 
 def test_fit_length_cuts_at_a_word_as_a_last_resort_and_never_returns_empty():
     assert fit_length(PARAGRAPH, max_words=5) == "A ginger cat balances."
     assert fit_length(PARAGRAPH, max_words=1) == "A."
-    assert fit_length("Supercalifragilistic", max_words=1, max_encoder_tokens=1, encoder="clip") != ""
+    assert (
+        fit_length("Supercalifragilistic", max_words=1, max_encoder_tokens=1, encoder="clip") != ""
+    )
 
 
 def test_fit_length_does_not_end_on_a_dangling_article():
-    assert fit_length("A cat sits on the old wooden fence near a barn", max_words=6) == "A cat sits on the old."
+    assert (
+        fit_length("A cat sits on the old wooden fence near a barn", max_words=6)
+        == "A cat sits on the old."
+    )
 
 
 def test_fit_length_respects_the_encoder_token_estimate():
     out = fit_length(PARAGRAPH, max_words=100, max_encoder_tokens=20, encoder="clip_l")
-    assert out == "A ginger cat balances on a red skateboard. It rolls down a sunlit street at golden hour."
+    assert (
+        out
+        == "A ginger cat balances on a red skateboard. It rolls down a sunlit street at golden hour."
+    )
     assert estimate_encoder_tokens(out, "clip_l") <= 20
 
 
@@ -289,14 +319,20 @@ def test_fit_length_for_tags_cuts_at_a_comma():
     assert fit_length(tags, max_words=100, max_encoder_tokens=9, encoder="clip", fmt="tags") == (
         "cat, red skateboard, golden hour"
     )
-    assert fit_length("a very long first tag with many words", max_words=3, fmt="tags") == "a very long"
+    assert (
+        fit_length("a very long first tag with many words", max_words=3, fmt="tags")
+        == "a very long"
+    )
 
 
 def test_fit_length_handles_cjk_sentences():
     text = "一只猫在滑板上。夕阳西下，街道金黄。镜头缓缓推进。"
     assert fit_length(text, max_words=16) == "一只猫在滑板上。夕阳西下，街道金黄。"
     assert fit_length(text, max_words=10) == "一只猫在滑板上。"
-    assert fit_length("一只橘色的猫在红色滑板上，夕阳西下", max_words=12) == "一只橘色的猫在红色滑板上。"
+    assert (
+        fit_length("一只橘色的猫在红色滑板上，夕阳西下", max_words=12)
+        == "一只橘色的猫在红色滑板上。"
+    )
 
 
 def test_fit_length_rejects_a_zero_budget():
@@ -351,10 +387,23 @@ def test_the_users_opening_words_are_never_a_preamble():
     raw = "Pixel art version: the three men sit by the fire. Keep the lake. I hope this helps!"
     kept = clean_output(raw, fmt="instruction", max_words=60, keep_start="Pixel art version")
     assert kept.text == "Pixel art version: the three men sit by the fire. Keep the lake."
-    assert clean_output(raw, fmt="instruction", max_words=60).text == "The three men sit by the fire. Keep the lake."
-    assert clean_output("Make it snow", fmt="instruction", max_words=60, keep_start="Make it snow").text == "Make it snow."
-    other = clean_output("Here is the instruction: Add snow.", fmt="instruction", max_words=60, keep_start="Make it snow")
-    assert other.text == "Add snow."                       # not the opening: cleaned as usual
+    assert (
+        clean_output(raw, fmt="instruction", max_words=60).text
+        == "The three men sit by the fire. Keep the lake."
+    )
+    assert (
+        clean_output(
+            "Make it snow", fmt="instruction", max_words=60, keep_start="Make it snow"
+        ).text
+        == "Make it snow."
+    )
+    other = clean_output(
+        "Here is the instruction: Add snow.",
+        fmt="instruction",
+        max_words=60,
+        keep_start="Make it snow",
+    )
+    assert other.text == "Add snow."  # not the opening: cleaned as usual
 
 
 def test_clean_output_flattens_markdown_into_one_finished_paragraph():
@@ -391,22 +440,41 @@ def test_clean_output_rejects_an_unknown_format():
         clean_output("a cat", fmt="poem", max_words=10)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("raw, fmt, kept", [
-    ("A lighthouse at dusk. Warm light casts shadows across the", "paragraph", "A lighthouse at dusk."),
-    ("A lighthouse at dusk, warm light spilling from the lamp room, shadows across the", "paragraph",
-     "A lighthouse at dusk, warm light spilling from the lamp room."),
-    ("A lighthouse at dusk. Waves crash below.", "paragraph", "A lighthouse at dusk. Waves crash below."),
-    ("lighthouse, dusk, warm light, and a bouncy", "tags", "lighthouse, dusk, warm light"),
-])
+@pytest.mark.parametrize(
+    "raw, fmt, kept",
+    [
+        (
+            "A lighthouse at dusk. Warm light casts shadows across the",
+            "paragraph",
+            "A lighthouse at dusk.",
+        ),
+        (
+            "A lighthouse at dusk, warm light spilling from the lamp room, shadows across the",
+            "paragraph",
+            "A lighthouse at dusk, warm light spilling from the lamp room.",
+        ),
+        (
+            "A lighthouse at dusk. Waves crash below.",
+            "paragraph",
+            "A lighthouse at dusk. Waves crash below.",
+        ),
+        ("lighthouse, dusk, warm light, and a bouncy", "tags", "lighthouse, dusk, warm light"),
+    ],
+)
 def test_a_cut_off_generation_loses_its_unfinished_end(raw, fmt, kept):
     assert clean_output(raw, fmt=fmt, max_words=80, cut_off=True).text == kept
 
 
-@pytest.mark.parametrize("raw, fmt", [("A lighthouse keeper climbs the", "paragraph"), ("a bouncy", "tags")])
+@pytest.mark.parametrize(
+    "raw, fmt", [("A lighthouse keeper climbs the", "paragraph"), ("a bouncy", "tags")]
+)
 def test_a_cut_off_generation_with_nothing_whole_is_empty(raw, fmt):
     assert clean_output(raw, fmt=fmt, max_words=80, cut_off=True).text == ""
 
 
 def test_markup_is_removed_from_outputs_and_prompt_syntax_kept():
     raw = 'A fox <b>in</b> snow<script>alert(1)</script>, <lora:fox:0.7> <span class="x">at dawn</span>.'
-    assert clean_output(raw, fmt="paragraph", max_words=80).text == "A fox in snow, <lora:fox:0.7> at dawn."
+    assert (
+        clean_output(raw, fmt="paragraph", max_words=80).text
+        == "A fox in snow, <lora:fox:0.7> at dawn."
+    )

@@ -91,6 +91,7 @@ def loader(nodes, keep_loaded=True, **settings):
 
 # -- the pack as ComfyUI sees it -----------------------------------------------------------------
 
+
 def test_the_pack_names_its_nodes(pack):
     assert set(pack.NODE_CLASS_MAPPINGS) == {"PromptxEnhancerLoader", "PromptxEnhancePrompt"}
     assert set(pack.NODE_DISPLAY_NAME_MAPPINGS) == set(pack.NODE_CLASS_MAPPINGS)
@@ -98,7 +99,7 @@ def test_the_pack_names_its_nodes(pack):
 
 
 def test_the_one_line_loader_of_the_readme_works(pack, tmp_path):
-    folder = tmp_path / "custom_nodes" / "promptx-nodes"      # where a link cannot be made
+    folder = tmp_path / "custom_nodes" / "promptx-nodes"  # where a link cannot be made
     folder.mkdir(parents=True)
     (folder / "__init__.py").write_text(ONE_LINE_LOADER + "\n")
     assert ONE_LINE_LOADER in (EXAMPLES / "README.md").read_text()
@@ -129,14 +130,18 @@ def test_every_node_is_well_formed(pack, name):
         assert isinstance(spec, tuple) and len(spec) in (1, 2)
         kind, options = spec[0], spec[1] if len(spec) == 2 else {}
         assert isinstance(options, dict) and set(options) <= OPTIONS
-        if isinstance(kind, list):                                  # a combo
-            assert kind and all(isinstance(v, str) for v in kind) and options.get("default", kind[0]) in kind
+        if isinstance(kind, list):  # a combo
+            assert (
+                kind
+                and all(isinstance(v, str) for v in kind)
+                and options.get("default", kind[0]) in kind
+            )
         else:
             assert isinstance(kind, str) and kind == kind.upper()
             if kind == "INT":
                 assert options["min"] <= options["default"] <= options["max"]
             elif kind not in WIDGETS:
-                assert not options                                  # a link: IMAGE, PROMPTX_ENHANCER
+                assert not options  # a link: IMAGE, PROMPTX_ENHANCER
     assert isinstance(cls.RETURN_TYPES, tuple) and all(isinstance(t, str) for t in cls.RETURN_TYPES)
     assert isinstance(cls.RETURN_NAMES, tuple) and len(cls.RETURN_NAMES) == len(cls.RETURN_TYPES)
     assert callable(getattr(cls(), cls.FUNCTION)) and cls.CATEGORY == "promptx"
@@ -152,12 +157,15 @@ def test_the_loader_feeds_the_enhance_node(pack):
 def test_the_targets_are_the_registry_s_profiles(pack):
     from promptx.profiles.registry import registry_for
 
-    targets, spec = pack.NODE_CLASS_MAPPINGS["PromptxEnhancePrompt"].INPUT_TYPES()["required"]["target"]
+    targets, spec = pack.NODE_CLASS_MAPPINGS["PromptxEnhancePrompt"].INPUT_TYPES()["required"][
+        "target"
+    ]
     assert targets == [p.name for p in registry_for(None).profiles()] and spec["default"] == "video"
     assert {"wan-t2v", "wan-i2v", "flux1", "sdxl"} <= set(targets)
 
 
 # -- light: the vetted phrases, no model ---------------------------------------------------------
+
 
 @pytest.mark.parametrize("target", ["wan-t2v", "flux1"])
 def test_light_enhances_and_reports_what_it_added(nodes, target):
@@ -172,9 +180,11 @@ def test_light_enhances_and_reports_what_it_added(nodes, target):
 
 def test_light_grounds_image_to_video_in_the_image_tensor(nodes, shared_data):
     image = image_tensor(shared_data / "images" / "wan_i2v_input.jpg")
-    text, _, report = enhance(nodes, "she turns her head and smiles", "wan-i2v", seed=1, image=image)
+    text, _, report = enhance(
+        nodes, "she turns her head and smiles", "wan-i2v", seed=1, image=image
+    )
     assert "She turns her head and smiles" in text and "target: wan-i2v (i2v)" in report
-    text, _, _ = enhance(nodes, "", "wan-i2v", seed=1, image=image)           # the image alone is enough
+    text, _, _ = enhance(nodes, "", "wan-i2v", seed=1, image=image)  # the image alone is enough
     assert text
     _, _, report = enhance(nodes, "a red car", "wan-t2v", image=image)
     assert "image: not used" in report
@@ -192,22 +202,31 @@ def test_an_image_tensor_becomes_its_first_frame(shared_data):
     with Image.open(path) as original:
         assert frame.size == original.size and frame.mode == "RGB"
         assert frame.tobytes() == original.convert("RGB").tobytes()
-    assert first_frame(torch.ones(1, 8, 6, 4)).mode == "RGBA" and first_frame(torch.ones(1, 8, 6, 1)).mode == "L"
+    assert (
+        first_frame(torch.ones(1, 8, 6, 4)).mode == "RGBA"
+        and first_frame(torch.ones(1, 8, 6, 1)).mode == "L"
+    )
 
 
 # -- errors: one line for the user ---------------------------------------------------------------
 
-@pytest.mark.parametrize("prompt, target, words", [
-    ("", "wan-t2v", "prompt is empty"),
-    ("a cat", "no-such-target", "no-such-target"),
-    ("", "wan-i2v", "needs an image or caption"),
-])
+
+@pytest.mark.parametrize(
+    "prompt, target, words",
+    [
+        ("", "wan-t2v", "prompt is empty"),
+        ("a cat", "no-such-target", "no-such-target"),
+        ("", "wan-i2v", "needs an image or caption"),
+    ],
+)
 def test_errors_reach_the_user_as_one_line(nodes, prompt, target, words):
     with pytest.raises(ValueError) as caught:
         enhance(nodes, prompt, target)
     message = str(caught.value)
     assert type(caught.value) is ValueError and message.startswith("promptx: ") and words in message
-    assert "\n" not in message and caught.value.__cause__ is None and caught.value.__suppress_context__
+    assert (
+        "\n" not in message and caught.value.__cause__ is None and caught.value.__suppress_context__
+    )
 
 
 def test_a_malformed_image_is_a_message(nodes):
@@ -224,9 +243,12 @@ def test_an_unknown_loader_setting_is_a_message(nodes):
 
 # -- medium: the model, loaded once --------------------------------------------------------------
 
+
 @pytest.mark.slow
-@pytest.mark.parametrize("target, prompt", [("wan-t2v", "a fox running through snow"),
-                                            ("flux1", "a bowl of ramen on a wooden table")])
+@pytest.mark.parametrize(
+    "target, prompt",
+    [("wan-t2v", "a fox running through snow"), ("flux1", "a bowl of ramen on a wooden table")],
+)
 def test_medium_ranks_with_the_embedded_model(nodes, model_dir, target, prompt):
     text, _, report = enhance(nodes, prompt, target, "medium", seed=5)
     assert prompt in text.lower() and "strength: medium" in report and "added:" in report
@@ -236,45 +258,61 @@ def test_medium_ranks_with_the_embedded_model(nodes, model_dir, target, prompt):
 @pytest.mark.slow
 def test_medium_image_to_video_with_an_image(nodes, model_dir, shared_data):
     image = image_tensor(shared_data / "images" / "wan_girl.png")
-    text, _, report = enhance(nodes, "she waves at the camera", "wan-i2v", "medium", seed=2, image=image,
-                              caption="a girl in a yellow coat")
+    text, _, report = enhance(
+        nodes,
+        "she waves at the camera",
+        "wan-i2v",
+        "medium",
+        seed=2,
+        image=image,
+        caption="a girl in a yellow coat",
+    )
     assert "She waves at the camera" in text and "strength: medium" in report
 
 
 @pytest.mark.slow
 def test_a_queue_loads_the_model_once(nodes, model_dir, loads):
-    held = {loader(nodes) for _ in range(10)}                # the loader run again for each queued item
+    held = {loader(nodes) for _ in range(10)}  # the loader run again for each queued item
     assert len(held) == 1
     held = held.pop()
-    texts = {enhance(nodes, f"a lighthouse in a storm number {i}", "flux1", "medium", seed=i, enhancer=held)[0]
-             for i in range(10)}
+    texts = {
+        enhance(
+            nodes, f"a lighthouse in a storm number {i}", "flux1", "medium", seed=i, enhancer=held
+        )[0]
+        for i in range(10)
+    }
     assert len(texts) == 10 and len(loads) == 1
     assert held.held and held.enhancer.backend is loads[0][0]()
-    for i in range(3):                                       # no enhancer input: the default, held too
+    for i in range(3):  # no enhancer input: the default, held too
         enhance(nodes, "a lighthouse in a storm", "flux1", "medium", seed=i)
-    assert len(loads) == 1                                   # the loader's defaults are the default
+    assert len(loads) == 1  # the loader's defaults are the default
 
 
 @pytest.mark.slow
 def test_keep_loaded_off_frees_the_model_after_each_call(nodes, model_dir, loads):
     held = loader(nodes, keep_loaded=False)
     for seed in range(2):
-        text, _, _ = enhance(nodes, "a fox running through snow", "wan-t2v", "medium", seed=seed, enhancer=held)
+        text, _, _ = enhance(
+            nodes, "a fox running through snow", "wan-t2v", "medium", seed=seed, enhancer=held
+        )
         assert text and not held.held
         backend, generator = loads[-1]
-        assert backend() is None and generator() is None     # nothing keeps the model alive
+        assert backend() is None and generator() is None  # nothing keeps the model alive
     assert len(loads) == 2
     assert loader(nodes, keep_loaded=True) is held and held.keep_loaded
 
 
 # -- the example workflows -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, target", [("wan_t2v_promptx.json", "wan-t2v"), ("flux_t2i_promptx.json", "flux1")])
+
+@pytest.mark.parametrize(
+    "name, target", [("wan_t2v_promptx.json", "wan-t2v"), ("flux_t2i_promptx.json", "flux1")]
+)
 def test_the_example_workflows_use_the_nodes(pack, name, target):
     graph = json.loads((EXAMPLES / name).read_text())
     mine = {i: node for i, node in graph.items() if node["class_type"].startswith("Promptx")}
     assert {node["class_type"] for node in mine.values()} <= set(pack.NODE_CLASS_MAPPINGS)
-    for node in graph.values():                              # links point at nodes and outputs that exist
+    for node in graph.values():  # links point at nodes and outputs that exist
         for value in node["inputs"].values():
             if isinstance(value, list):
                 source = graph[value[0]]
@@ -284,7 +322,7 @@ def test_the_example_workflows_use_the_nodes(pack, name, target):
         spec = pack.NODE_CLASS_MAPPINGS[node["class_type"]].INPUT_TYPES()
         assert set(spec["required"]) <= set(node["inputs"])
         assert set(node["inputs"]) <= set(spec["required"]) | set(spec.get("optional", {}))
-    enhance_id, = [i for i, node in mine.items() if node["class_type"] == "PromptxEnhancePrompt"]
+    (enhance_id,) = [i for i, node in mine.items() if node["class_type"] == "PromptxEnhancePrompt"]
     assert mine[enhance_id]["inputs"]["target"] == target
     encoders = [n for n in graph.values() if n["class_type"] == "CLIPTextEncode"]
-    assert any(n["inputs"]["text"] == [enhance_id, 0] for n in encoders)   # before the text encoder
+    assert any(n["inputs"]["text"] == [enhance_id, 0] for n in encoders)  # before the text encoder

@@ -43,7 +43,7 @@ def test_person_pronouns_are_masked_only_where_no_one_may_be_meant(vocab):
     assert {" she", " he", " her", " his", " someone", " figure", " people"} <= banned
     banned, _ = banned_texts(vocab, "a cat on a skateboard")
     assert not {" she", " her", " his"} & banned
-    banned, _ = banned_texts(vocab, "a busy street at night")     # passers-by yes, "she" no
+    banned, _ = banned_texts(vocab, "a busy street at night")  # passers-by yes, "she" no
     assert {" she", " someone", " woman"} <= banned and not {" people", " pedestrians"} & banned
 
 
@@ -80,36 +80,55 @@ def test_a_stylized_picture_masks_the_words_that_make_it_realistic(vocab):
 
 def test_a_time_of_day_masks_the_times_it_rules_out(vocab):
     banned, _ = banned_texts(vocab, "an empty street at night")
-    assert {" morning", " sunrise", " noon"} <= banned and not {" night", " street", " evening"} & banned
+    assert {" morning", " sunrise", " noon"} <= banned and not {
+        " night",
+        " street",
+        " evening",
+    } & banned
     banned, _ = banned_texts(vocab, "a harbour at dusk that turns to night, timelapse")
     assert not {" morning", " night"} & banned
     banned, _ = banned_texts(vocab, "make it night", context="a lake at sunrise under a pink sky")
-    assert " noon" in banned and " sunrise" not in banned     # the image's own time may be named
+    assert " noon" in banned and " sunrise" not in banned  # the image's own time may be named
 
 
 PROMPTS = ["a cat on a skateboard", "a red car by the sea", "a lighthouse in a storm"]
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
-def test_constrained_greedy_speculative_equals_constrained_plain(fp32_model, vocab, trained_drafter, prompt):
+def test_constrained_greedy_speculative_equals_constrained_plain(
+    fp32_model, vocab, trained_drafter, prompt
+):
     model, tok = fp32_model
     _, ids_banned = banned_texts(vocab, prompt)
     mask = TokenMask(ids_banned)
     # the drafter is steered towards banned tokens: its proposals must be rejected every time
     params = SamplingParams(max_new_tokens=64, repetition_penalty=1.1, banned=mask)
-    ids = tok.encode_chat([{"role": "user", "content": f"Describe a video of {prompt} with people."}])
+    ids = tok.encode_chat(
+        [{"role": "user", "content": f"Describe a video of {prompt} with people."}]
+    )
     stop = StopChecker(tok.eos_token_ids, params.max_new_tokens)
     plain = list(decode_autoregressive(model, ids, params, stop))
     for config in (TreeConfig.chain(4), TreeConfig(budget=16, max_depth=5, top_k=4)):
         stop = StopChecker(tok.eos_token_ids, params.max_new_tokens)
-        spec = [t for c in decode_speculative(model, trained_drafter, ids, params, stop, DecodeStats(),
-                                              FixedTree(config)) for t in c]
+        spec = [
+            t
+            for c in decode_speculative(
+                model, trained_drafter, ids, params, stop, DecodeStats(), FixedTree(config)
+            )
+            for t in c
+        ]
         assert spec == plain
     assert not set(plain) & set(mask.ids)
-    free = list(decode_autoregressive(model, ids, SamplingParams(max_new_tokens=64, repetition_penalty=1.1),
-                                      StopChecker(tok.eos_token_ids, 64)))
+    free = list(
+        decode_autoregressive(
+            model,
+            ids,
+            SamplingParams(max_new_tokens=64, repetition_penalty=1.1),
+            StopChecker(tok.eos_token_ids, 64),
+        )
+    )
     if set(free) & set(mask.ids):
-        assert free != plain          # the mask changed what an unconstrained decode wrote
+        assert free != plain  # the mask changed what an unconstrained decode wrote
 
 
 def test_sampling_with_a_mask_follows_the_masked_distribution(fp32_model):
@@ -118,7 +137,7 @@ def test_sampling_with_a_mask_follows_the_masked_distribution(fp32_model):
     logits = model(torch.tensor([ids]), model.new_cache(len(ids) + 4)).logits[0, -1]
     free = SamplingParams(temperature=1.0, top_p=0.95)
     top = next_token_distribution(logits, [], free).topk(4).indices.tolist()
-    mask = TokenMask(top[:2])                       # ban the two likeliest tokens
+    mask = TokenMask(top[:2])  # ban the two likeliest tokens
     params = SamplingParams(temperature=1.0, top_p=0.95, banned=mask)
     p = next_token_distribution(logits, [], params)
     assert float(p[top[0]]) == 0.0 and float(p[top[1]]) == 0.0 and abs(float(p.sum()) - 1) < 1e-5

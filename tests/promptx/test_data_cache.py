@@ -28,14 +28,20 @@ def test_a_build_runs_once_per_version_of_its_sources(cache, tmp_path):
         return source.read_text().split()
 
     assert cached("words", [source], build) == ["fox", "owl"]
-    assert cached("words", [source], build) == ["fox", "owl"] and len(builds) == 1     # from the pickle
+    assert (
+        cached("words", [source], build) == ["fox", "owl"] and len(builds) == 1
+    )  # from the pickle
     source.write_text("fox owl hare")
     os.utime(source, ns=(1, 10**18))
-    assert cached("words", [source], build) == ["fox", "owl", "hare"] and len(builds) == 2   # a new version
+    assert (
+        cached("words", [source], build) == ["fox", "owl", "hare"] and len(builds) == 2
+    )  # a new version
     assert len(list(cache.glob("words-*.pickle"))) == 2
 
 
-def test_a_damaged_pickle_is_rebuilt_and_an_unwritable_cache_only_costs_time(cache, tmp_path, monkeypatch):
+def test_a_damaged_pickle_is_rebuilt_and_an_unwritable_cache_only_costs_time(
+    cache, tmp_path, monkeypatch
+):
     source = tmp_path / "words.txt"
     source.write_text("fox")
     cached("words", [source], lambda: ["fox"])
@@ -70,4 +76,7 @@ def test_the_pickled_phrase_book_composes_like_the_parsed_one(cache):
     assert loaded is not parsed and loaded.subject_forms == parsed.subject_forms
     video = default_registry().get("video")
     for prompt in ("a cat on a skateboard", "two dogs running on a beach at night"):
-        assert (compose(prompt, video, seed=3, book=loaded).text == compose(prompt, video, seed=3, book=parsed).text)
+        assert (
+            compose(prompt, video, seed=3, book=loaded).text
+            == compose(prompt, video, seed=3, book=parsed).text
+        )

@@ -17,8 +17,15 @@ import pytest
 
 from promptx.errors import InvalidInputError, ModelNotFoundError
 from promptx.text.cleanup import CleanResult, clean_output, estimate_encoder_tokens, fit_length
-from promptx.text.encoder_count import (ClipBpeCounter, EncoderCounter, EstimateCounter, TokenizerCounter,
-                                        clip_merges_file, counter_for, counter_from_directory)
+from promptx.text.encoder_count import (
+    ClipBpeCounter,
+    EncoderCounter,
+    EstimateCounter,
+    TokenizerCounter,
+    clip_merges_file,
+    counter_for,
+    counter_from_directory,
+)
 
 # shared/ lies beside the project checkout (read-only); never copy it in.
 PROMPTS = Path(__file__).resolve().parents[3] / "shared" / "data" / "prompts"
@@ -26,43 +33,129 @@ if not PROMPTS.is_dir():
     PROMPTS = Path("/work/shared/data/prompts")
 
 MERGES = clip_merges_file()
-needs_clip = pytest.mark.skipif(MERGES is None, reason="open_clip_torch (CLIP's BPE merges) is not installed")
+needs_clip = pytest.mark.skipif(
+    MERGES is None, reason="open_clip_torch (CLIP's BPE merges) is not installed"
+)
 
 HAND = [
-    "", "   ", "a photo of a cat", "A Photo Of A CAT", "cat", "a",
+    "",
+    "   ",
+    "a photo of a cat",
+    "A Photo Of A CAT",
+    "cat",
+    "a",
     # digits
-    "8k uhd, 1024x768, 60fps", "the year 1999", "pi is 3.14159", "100% cotton", "4K HDR", "room 101b",
-    "1st 2nd 3rd 4th", "0.5mm lens at f/1.8", "x2 x10 x100",
+    "8k uhd, 1024x768, 60fps",
+    "the year 1999",
+    "pi is 3.14159",
+    "100% cotton",
+    "4K HDR",
+    "room 101b",
+    "1st 2nd 3rd 4th",
+    "0.5mm lens at f/1.8",
+    "x2 x10 x100",
     # punctuation and SD syntax
-    "wow!!! what?!", "cat... dog…", "(masterpiece:1.2), [cat], {dog}", "a--b -- c — d – e", "`code`",
-    "hello,world;again:yes", "#hashtag @user $100 ^_^", "a/b\\c|d", "((((best quality))))", "<lora:foo:0.8>",
-    "\"quoted\" and 'single'", "semi;colon", "a_b_c", "~tilde~ *star* +plus+ =eq=",
+    "wow!!! what?!",
+    "cat... dog…",
+    "(masterpiece:1.2), [cat], {dog}",
+    "a--b -- c — d – e",
+    "`code`",
+    "hello,world;again:yes",
+    "#hashtag @user $100 ^_^",
+    "a/b\\c|d",
+    "((((best quality))))",
+    "<lora:foo:0.8>",
+    "\"quoted\" and 'single'",
+    "semi;colon",
+    "a_b_c",
+    "~tilde~ *star* +plus+ =eq=",
     # apostrophes
-    "it's", "don't", "we're here", "they've gone", "I'm", "you'll see", "he'd", "cats' toys", "rock 'n' roll",
-    "IT'S LOUD", "O'Clock", "it’s curly", "don’t", "'sun", "''quoted''", "the 90's", "y'all'd've",
+    "it's",
+    "don't",
+    "we're here",
+    "they've gone",
+    "I'm",
+    "you'll see",
+    "he'd",
+    "cats' toys",
+    "rock 'n' roll",
+    "IT'S LOUD",
+    "O'Clock",
+    "it’s curly",
+    "don’t",
+    "'sun",
+    "''quoted''",
+    "the 90's",
+    "y'all'd've",
     # CJK
-    "一只猫在滑板上", "猫，滑板、夕阳。", "日本語のテキスト、カタカナ", "한국어 텍스트", "A cat 猫 on a board 滑板",
-    "（全角括号）", "ＡＢＣ１２３",
+    "一只猫在滑板上",
+    "猫，滑板、夕阳。",
+    "日本語のテキスト、カタカナ",
+    "한국어 텍스트",
+    "A cat 猫 on a board 滑板",
+    "（全角括号）",
+    "ＡＢＣ１２３",
     # emoji
-    "🐱🛹", "I ❤️ NY", "👨‍👩‍👧‍👦 family", "🇫🇷 flag", "👍🏽 thumbs", "cat🐱dog🐶",
+    "🐱🛹",
+    "I ❤️ NY",
+    "👨‍👩‍👧‍👦 family",
+    "🇫🇷 flag",
+    "👍🏽 thumbs",
+    "cat🐱dog🐶",
     # accents and other scripts
-    "café crème brûlée", "naïve façade", "cafe\u0301 decomposed", "Ångström", "ΟΔΟΣ ΣΟΦΙΑΣ", "straße",
-    "İstanbul", "Ⅻ roman numeral", "x² y³ ½", "١٢٣ arabic digits", "हिन्दी भाषा", "עברית", "Привет мир",
-    "Ελληνικά", "ﬁne ligature", "ǅ titlecase",
+    "café crème brûlée",
+    "naïve façade",
+    "cafe\u0301 decomposed",
+    "Ångström",
+    "ΟΔΟΣ ΣΟΦΙΑΣ",
+    "straße",
+    "İstanbul",
+    "Ⅻ roman numeral",
+    "x² y³ ½",
+    "١٢٣ arabic digits",
+    "हिन्दी भाषा",
+    "עברית",
+    "Привет мир",
+    "Ελληνικά",
+    "ﬁne ligature",
+    "ǅ titlecase",
     # html entities
-    "Tom &amp; Jerry", "&lt;b&gt;bold&lt;/b&gt;", "caf&eacute;", "&#39;quote&#39;", "a&nbsp;b", "&amp;amp;",
+    "Tom &amp; Jerry",
+    "&lt;b&gt;bold&lt;/b&gt;",
+    "caf&eacute;",
+    "&#39;quote&#39;",
+    "a&nbsp;b",
+    "&amp;amp;",
     # whitespace
-    "a   cat\t\ton\n\na  board", "  leading and trailing  ", "\u3000ideographic\u3000space", "nbsp\xa0here",
-    "zero\u200bwidth", "\x1cfile\x1dsep\x1e", "line\u2028sep", "tab\x07bell", "cr\r\nlf", "\u2003em\u2009thin",
+    "a   cat\t\ton\n\na  board",
+    "  leading and trailing  ",
+    "\u3000ideographic\u3000space",
+    "nbsp\xa0here",
+    "zero\u200bwidth",
+    "\x1cfile\x1dsep\x1e",
+    "line\u2028sep",
+    "tab\x07bell",
+    "cr\r\nlf",
+    "\u2003em\u2009thin",
     # long words
-    "supercalifragilisticexpialidocious", "a" * 300, "pneumonoultramicroscopicsilicovolcanoconiosis",
-    "xqzjvkwpf", "antidisestablishmentarianism" * 5, "ivy-covered, sun-drenched, well-lit",
+    "supercalifragilisticexpialidocious",
+    "a" * 300,
+    "pneumonoultramicroscopicsilicovolcanoconiosis",
+    "xqzjvkwpf",
+    "antidisestablishmentarianism" * 5,
+    "ivy-covered, sun-drenched, well-lit",
     "hyperrealistic ultradetailed photorealistic octane-render",
     # special tokens written out
-    "a <|endoftext|> b", "<|startoftext|>cat", "<|STARTOFTEXT|> upper", "<|endoftext", "x<|endoftext|><|endoftext|>",
+    "a <|endoftext|> b",
+    "<|startoftext|>cat",
+    "<|STARTOFTEXT|> upper",
+    "<|endoftext",
+    "x<|endoftext|><|endoftext|>",
 ]
 # more variety: pairs of the cases above, joined as a tag list and as sentences
-HAND += [f"{a}, {b}" for a, b in zip(HAND[2::2], HAND[3::2])] + [f"{a}. {b}!" for a, b in zip(HAND[2:], HAND[5:])]
+HAND += [f"{a}, {b}" for a, b in zip(HAND[2::2], HAND[3::2])] + [
+    f"{a}. {b}!" for a, b in zip(HAND[2:], HAND[5:])
+]
 
 LONG_TAGS = (  # 80+ CLIP tokens
     "masterpiece, best quality, ultra-detailed, 8k wallpaper, a ginger tabby cat riding a red skateboard, "
@@ -80,9 +173,16 @@ LONG_PARAGRAPH = (  # 80+ CLIP tokens, sentences
 
 def data_prompts() -> list[str]:
     prompts = []
-    for name in ("vbench_all_dimension.txt", "vbench_all_dimension_gpt4o_longer.txt",
-                 "vbench_all_dimension_wan_extended.txt", "vbench_all_dimension_cn.txt", "geneval_prompts.txt"):
-        prompts += [ln for ln in (PROMPTS / name).read_text(encoding="utf-8").splitlines() if ln.strip()]
+    for name in (
+        "vbench_all_dimension.txt",
+        "vbench_all_dimension_gpt4o_longer.txt",
+        "vbench_all_dimension_wan_extended.txt",
+        "vbench_all_dimension_cn.txt",
+        "geneval_prompts.txt",
+    ):
+        prompts += [
+            ln for ln in (PROMPTS / name).read_text(encoding="utf-8").splitlines() if ln.strip()
+        ]
     with open(PROMPTS / "partiprompts.tsv", encoding="utf-8", newline="") as fh:
         prompts += [row[0] for row in list(csv.reader(fh, delimiter="\t"))[1:] if row]
     return prompts
@@ -93,7 +193,11 @@ def data_prompts() -> list[str]:
 
 def _byte_alphabet() -> list[str]:
     """GPT-2/CLIP's byte -> printable character table, in CLIP's vocabulary order."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    keep = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     rest = [b for b in range(256) if b not in keep]
     return [chr(b) for b in keep] + [chr(256 + i) for i in range(len(rest))]
 
@@ -109,8 +213,12 @@ def clip_files(tmp_path_factory) -> Path:
     vocab = alphabet + [c + "</w>" for c in alphabet] + ["".join(m.split()) for m in merges]
     vocab += ["<|startoftext|>", "<|endoftext|>"]
     folder = tmp_path_factory.mktemp("clip")
-    (folder / "vocab.json").write_text(json.dumps({tok: i for i, tok in enumerate(vocab)}), encoding="utf-8")
-    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
+    (folder / "vocab.json").write_text(
+        json.dumps({tok: i for i, tok in enumerate(vocab)}), encoding="utf-8"
+    )
+    (folder / "merges.txt").write_text(
+        "#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8"
+    )
     (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "CLIPTokenizer"}))
     return folder
 
@@ -139,7 +247,11 @@ def _hf_count(tokenizer, text: str) -> int:
 
 def test_clip_counter_agrees_with_transformers_on_hand_written_cases(clip, hf_clip):
     assert len(HAND) >= 200
-    wrong = [(t, clip.count(t), _hf_count(hf_clip, t)) for t in HAND if clip.count(t) != _hf_count(hf_clip, t)]
+    wrong = [
+        (t, clip.count(t), _hf_count(hf_clip, t))
+        for t in HAND
+        if clip.count(t) != _hf_count(hf_clip, t)
+    ]
     assert wrong == []
 
 
@@ -152,9 +264,15 @@ def test_clip_counter_agrees_with_transformers_on_benchmark_prompts(clip, hf_cli
 
 
 def test_clip_tokens_are_transformers_tokens(clip, hf_clip):
-    for text in ("a photo of a cat", "It's 8k, don't you think?!", "supercalifragilistic café 猫 🐱",
-                 "a <|endoftext|> b"):
-        assert clip.tokens(text) == hf_clip.convert_ids_to_tokens(hf_clip(text, add_special_tokens=False).input_ids)
+    for text in (
+        "a photo of a cat",
+        "It's 8k, don't you think?!",
+        "supercalifragilistic café 猫 🐱",
+        "a <|endoftext|> b",
+    ):
+        assert clip.tokens(text) == hf_clip.convert_ids_to_tokens(
+            hf_clip(text, add_special_tokens=False).input_ids
+        )
 
 
 def test_clip_counts_exclude_start_and_end_tokens(clip, hf_clip):
@@ -199,35 +317,48 @@ def test_clip_counter_reports_a_missing_or_broken_merges_file(tmp_path):
 @pytest.mark.parametrize(("text", "fmt"), [(LONG_TAGS, "tags"), (LONG_PARAGRAPH, "paragraph")])
 def test_clean_output_with_the_clip_counter_cuts_to_75_exact_tokens(clip, text, fmt):
     assert clip.count(text) > 75
-    exact = clean_output(text, fmt=fmt, max_words=1000, max_encoder_tokens=75, encoder="clip-l", counter=clip)
+    exact = clean_output(
+        text, fmt=fmt, max_words=1000, max_encoder_tokens=75, encoder="clip-l", counter=clip
+    )
     assert exact.truncated
     assert clip.count(exact.text) <= 75
     if fmt == "tags":  # whole tags: the next one would not fit
-        following = text[len(exact.text):].split(",")[1]
+        following = text[len(exact.text) :].split(",")[1]
         assert clip.count(exact.text + "," + following) > 75
     else:  # whole sentences: the next one would not fit
         assert text.startswith(exact.text)
-        following = text[len(exact.text):].split(".")[0]
+        following = text[len(exact.text) :].split(".")[0]
         assert clip.count(exact.text + following + ".") > 75
     assert (exact.encoder_tokens, exact.encoder_counter) == (clip.count(exact.text), "clip-bpe")
-    assert fit_length(text, max_words=1000, max_encoder_tokens=75, fmt=fmt, counter=clip) == exact.text
+    assert (
+        fit_length(text, max_words=1000, max_encoder_tokens=75, fmt=fmt, counter=clip) == exact.text
+    )
 
     estimated = clean_output(text, fmt=fmt, max_words=1000, max_encoder_tokens=75, encoder="clip-l")
     assert estimated.truncated
-    assert estimated.text == fit_length(text, max_words=1000, max_encoder_tokens=75, encoder="clip-l", fmt=fmt)
+    assert estimated.text == fit_length(
+        text, max_words=1000, max_encoder_tokens=75, encoder="clip-l", fmt=fmt
+    )
     assert estimate_encoder_tokens(estimated.text, "clip-l") <= 75
     assert (estimated.encoder_tokens, estimated.encoder_counter) == (
-        estimate_encoder_tokens(estimated.text, "clip-l"), "estimate")
+        estimate_encoder_tokens(estimated.text, "clip-l"),
+        "estimate",
+    )
 
 
 @needs_clip
 def test_the_exact_counter_cuts_what_the_estimate_would_wrongly_keep(clip):
     # rare animal names: the estimate counts each 1, CLIP splits them ("qu", "ok", "ka</w>")
-    rare = ("a quokka, an axolotl, a pukeko, a tuatara, a kakapo, a takahe, a pangolin, an okapi, a fossa, "
-            "a saiga, a dugong, a tarsier, a numbat, a quoll, a bilby, a hoiho, a weka, under a kowhai tree, "
-            "wildlife photograph")
+    rare = (
+        "a quokka, an axolotl, a pukeko, a tuatara, a kakapo, a takahe, a pangolin, an okapi, a fossa, "
+        "a saiga, a dugong, a tarsier, a numbat, a quoll, a bilby, a hoiho, a weka, under a kowhai tree, "
+        "wildlife photograph"
+    )
     assert estimate_encoder_tokens(rare, "clip-l") <= 75 < clip.count(rare)
-    assert fit_length(rare, max_words=1000, max_encoder_tokens=75, encoder="clip-l", fmt="tags") == rare
+    assert (
+        fit_length(rare, max_words=1000, max_encoder_tokens=75, encoder="clip-l", fmt="tags")
+        == rare
+    )
     cut = fit_length(rare, max_words=1000, max_encoder_tokens=75, fmt="tags", counter=clip)
     assert cut == rare.split(", under")[0]
     assert clip.count(cut) <= 75 < clip.count(cut + ", under a kowhai tree")
@@ -241,17 +372,23 @@ def test_clean_output_without_a_counter_is_unchanged():
     budgeted = clean_output(raw, fmt="tags", max_words=200, max_encoder_tokens=75, encoder="clip")
     assert budgeted.text == plain.text
     assert (budgeted.encoder_tokens, budgeted.encoder_counter) == (
-        estimate_encoder_tokens(plain.text, "clip"), "estimate")
+        estimate_encoder_tokens(plain.text, "clip"),
+        "estimate",
+    )
 
 
 def test_a_local_tokenizer_counts_the_budget(tmp_path):
     counter = counter_from_directory(_word_level(tmp_path / "t5"))
     text = ". ".join(SENTENCES[:4]) + "."  # 12 + 9 + 10 + 9 tokens (a word or "." each)
     assert counter.count(text) == 40
-    out = clean_output(text, fmt="paragraph", max_words=1000, max_encoder_tokens=22, counter=counter)
+    out = clean_output(
+        text, fmt="paragraph", max_words=1000, max_encoder_tokens=22, counter=counter
+    )
     assert out.truncated
-    assert out.text == ("A ginger cat rides a red skateboard down a sunny street. "
-                        "the camera tracks alongside at a low angle.")
+    assert out.text == (
+        "A ginger cat rides a red skateboard down a sunny street. "
+        "the camera tracks alongside at a low angle."
+    )
     assert (out.encoder_tokens, out.encoder_counter) == (21, counter.name)
 
 
@@ -330,9 +467,13 @@ def _word_level(folder: Path, *, padded: bool = True) -> Path:
 
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.train_from_iterator(SENTENCES, trainers.WordLevelTrainer(special_tokens=["[UNK]", "<s>", "</s>", "[PAD]"]))
+    tok.train_from_iterator(
+        SENTENCES, trainers.WordLevelTrainer(special_tokens=["[UNK]", "<s>", "</s>", "[PAD]"])
+    )
     tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))])
+        single="<s> $A </s>",
+        special_tokens=[("<s>", tok.token_to_id("<s>")), ("</s>", tok.token_to_id("</s>"))],
+    )
     if padded:
         tok.enable_truncation(max_length=8)
         tok.enable_padding(length=16, pad_id=tok.token_to_id("[PAD]"), pad_token="[PAD]")
@@ -348,14 +489,21 @@ def _byte_bpe(folder: Path, *, as_files: bool = False) -> Path:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(SENTENCES, trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
+    tok.train_from_iterator(
+        SENTENCES,
+        trainers.BpeTrainer(
+            vocab_size=300,
+            special_tokens=["<|endoftext|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     folder.mkdir(parents=True, exist_ok=True)
     if as_files:
         tok.model.save(str(folder))
         (folder / "tokenizer_config.json").write_text(
-            json.dumps({"tokenizer_class": "GPT2Tokenizer", "add_prefix_space": False}))
+            json.dumps({"tokenizer_class": "GPT2Tokenizer", "add_prefix_space": False})
+        )
     else:
         tok.save(str(folder / "tokenizer.json"))
     return folder
@@ -384,7 +532,9 @@ def test_a_byte_level_bpe_json_and_its_vocab_files_count_the_same(tmp_path):
     from tokenizers import Tokenizer
 
     json_counter = counter_from_directory(_byte_bpe(tmp_path / "json"))
-    files_counter = counter_from_directory(_byte_bpe(tmp_path / "files", as_files=True))  # via AutoTokenizer
+    files_counter = counter_from_directory(
+        _byte_bpe(tmp_path / "files", as_files=True)
+    )  # via AutoTokenizer
     reference = Tokenizer.from_file(str(tmp_path / "json" / "tokenizer.json"))
     for text in SENTENCES + ["Zebra crossing at 5pm!", "café 猫 🐱", "skateboarding cats"]:
         assert json_counter.count(text) == len(reference.encode(text).ids)
@@ -399,12 +549,22 @@ def _pipeline(tmp_path: Path, *, index: bool = True) -> Path:
     (root / "text_encoder_2").mkdir()
     (root / "text_encoder_2" / "config.json").write_text(json.dumps({"model_type": "t5"}))
     if index:
-        (root / "model_index.json").write_text(json.dumps({
-            "_class_name": "SomePipeline", "tokenizer": ["transformers", "CLIPTokenizer"],
-            "text_encoder": ["transformers", "CLIPTextModel"], "tokenizer_2": ["transformers", "T5TokenizerFast"],
-            "text_encoder_2": ["transformers", "T5EncoderModel"], "vae": ["diffusers", "AutoencoderKL"]}))
+        (root / "model_index.json").write_text(
+            json.dumps(
+                {
+                    "_class_name": "SomePipeline",
+                    "tokenizer": ["transformers", "CLIPTokenizer"],
+                    "text_encoder": ["transformers", "CLIPTextModel"],
+                    "tokenizer_2": ["transformers", "T5TokenizerFast"],
+                    "text_encoder_2": ["transformers", "T5EncoderModel"],
+                    "vae": ["diffusers", "AutoencoderKL"],
+                }
+            )
+        )
     else:
-        (root / "tokenizer" / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "CLIPTokenizer"}))
+        (root / "tokenizer" / "tokenizer_config.json").write_text(
+            json.dumps({"tokenizer_class": "CLIPTokenizer"})
+        )
     return root
 
 
@@ -417,8 +577,9 @@ def test_a_pipeline_directory_gives_the_tokenizer_of_the_encoder(tmp_path, index
     assert counter_from_directory(root, encoder="umt5-xxl").name == "pipeline:tokenizer_2"
     clip_l = counter_from_directory(root, encoder="clip-l")
     assert clip_l.name == "pipeline:tokenizer"
-    assert clip_l.count("the cat rides the skateboard") == counter_from_directory(root / "tokenizer").count(
-        "the cat rides the skateboard")
+    assert clip_l.count("the cat rides the skateboard") == counter_from_directory(
+        root / "tokenizer"
+    ).count("the cat rides the skateboard")
     with pytest.raises(InvalidInputError, match="several tokenizers"):
         counter_from_directory(root)
     with pytest.raises(InvalidInputError, match="no tokenizer for encoder 'llama'"):
@@ -430,9 +591,16 @@ def test_an_sd3_like_pipeline_gives_tokenizer_3_for_t5(tmp_path):
     for name in ("tokenizer", "tokenizer_2"):
         _byte_bpe(root / name)
     _word_level(root / "tokenizer_3")
-    (root / "model_index.json").write_text(json.dumps({
-        "tokenizer": ["transformers", "CLIPTokenizer"], "tokenizer_2": ["transformers", "CLIPTokenizer"],
-        "tokenizer_3": ["transformers", "T5TokenizerFast"], "text_encoder_3": ["transformers", "T5EncoderModel"]}))
+    (root / "model_index.json").write_text(
+        json.dumps(
+            {
+                "tokenizer": ["transformers", "CLIPTokenizer"],
+                "tokenizer_2": ["transformers", "CLIPTokenizer"],
+                "tokenizer_3": ["transformers", "T5TokenizerFast"],
+                "text_encoder_3": ["transformers", "T5EncoderModel"],
+            }
+        )
+    )
     assert counter_from_directory(root, encoder="t5-xxl").name == "pipeline:tokenizer_3"
     assert counter_from_directory(root, encoder="clip-l").name == "pipeline:tokenizer"
 
@@ -443,7 +611,9 @@ def test_a_pipeline_with_one_tokenizer_uses_it(tmp_path):
     (root / "transformer").mkdir()
     assert counter_from_directory(root, encoder="umt5-xxl").name == "pipeline:tokenizer"
     assert counter_from_directory(root).name == "pipeline:tokenizer"
-    (root / "model_index.json").write_text(json.dumps({"tokenizer": ["transformers", "T5TokenizerFast"]}))
+    (root / "model_index.json").write_text(
+        json.dumps({"tokenizer": ["transformers", "T5TokenizerFast"]})
+    )
     with pytest.raises(InvalidInputError, match="no tokenizer for encoder 'clip-l'"):
         counter_from_directory(root, encoder="clip-l")
 
@@ -464,7 +634,9 @@ def test_missing_or_garbage_directories_are_invalid_input(tmp_path):
         counter_from_directory(garbage / "tokenizer.json")
     config_only = tmp_path / "config-only"
     config_only.mkdir()
-    (config_only / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "NoSuchTokenizer"}))
+    (config_only / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "NoSuchTokenizer"})
+    )
     with pytest.raises(InvalidInputError, match="no usable tokenizer"):
         counter_from_directory(config_only)
     text_file = tmp_path / "notes.txt"

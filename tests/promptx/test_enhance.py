@@ -14,7 +14,7 @@ from promptx.errors import ImageError, InvalidInputError, PromptTooLongError, Un
 from promptx.text.validate import degenerate_problem, talking_to_user
 
 pytestmark = pytest.mark.slow
-TOKENS = 96   # enough for a full prompt at a sentence boundary, short enough for CI
+TOKENS = 96  # enough for a full prompt at a sentence boundary, short enough for CI
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +36,28 @@ def assert_valid(enhancer, result, prompt):
         assert result.text == prompt and result.reason
 
 
-@pytest.mark.parametrize("target, prompt, kwargs", [
-    ("image", "a red fox in a snowy forest", {}),
-    ("video", "a cat on a skateboard", {}),
-    ("image-to-video", "the woman turns and smiles", {"caption": "a woman in a yellow coat on a bridge"}),
-    ("image-to-image", "make it winter", {"caption": "a village street in summer"}),
-])
+@pytest.mark.parametrize(
+    "target, prompt, kwargs",
+    [
+        ("image", "a red fox in a snowy forest", {}),
+        ("video", "a cat on a skateboard", {}),
+        (
+            "image-to-video",
+            "the woman turns and smiles",
+            {"caption": "a woman in a yellow coat on a bridge"},
+        ),
+        ("image-to-image", "make it winter", {"caption": "a village street in summer"}),
+    ],
+)
 def test_enhance_each_task(enhancer, target, prompt, kwargs):
     result = enhancer.enhance(prompt, target, seed=3, max_new_tokens=TOKENS, **kwargs)
     assert_valid(enhancer, result, prompt)
-    assert result.task == {"image": "t2i", "video": "t2v", "image-to-video": "i2v", "image-to-image": "i2i"}[target]
+    assert (
+        result.task
+        == {"image": "t2i", "video": "t2v", "image-to-video": "i2v", "image-to-image": "i2i"}[
+            target
+        ]
+    )
 
 
 def test_same_seed_same_output(enhancer):
@@ -79,16 +91,17 @@ def test_leaving_a_stream_early_stops_its_decode(enhancer, monkeypatch):
             for delta in inner:
                 pulled.append(delta)
                 yield delta
+
         run._deltas = counted()
         return run
 
     monkeypatch.setattr(enhancer.backend, "start", counting_start)
     stream = enhancer.stream("a fox running through snow", "video", seed=2, max_new_tokens=200)
     for _ in stream:
-        break                                    # the consumer leaves after the first delta
-    assert enhancer._lock.acquire(timeout=120)   # the stream let go of the model
+        break  # the consumer leaves after the first delta
+    assert enhancer._lock.acquire(timeout=120)  # the stream let go of the model
     enhancer._lock.release()
-    assert stream.result is None and 1 <= len(pulled) < 20    # a full decode pulls ~100 deltas
+    assert stream.result is None and 1 <= len(pulled) < 20  # a full decode pulls ~100 deltas
 
 
 def test_long_prompt_passes_through_unless_forced(enhancer):
@@ -97,16 +110,20 @@ def test_long_prompt_passes_through_unless_forced(enhancer):
     assert result.skipped and not result.fallback and result.text == " ".join(long_prompt.split())
 
 
-def test_a_prompt_in_a_language_the_embedded_model_cannot_read_passes_through_unless_forced(enhancer):
+def test_a_prompt_in_a_language_the_embedded_model_cannot_read_passes_through_unless_forced(
+    enhancer,
+):
     assert enhancer.backend.languages == frozenset({"en"})
     prompt = "一只猫在滑板上"
-    for target in ("wan-t2v", "video"):                  # keeps the language / answers in English
+    for target in ("wan-t2v", "video"):  # keeps the language / answers in English
         result = enhancer.enhance(prompt, target, seed=1)
         assert result.skipped and not result.fallback and result.text == prompt
         assert "English prompts only" in result.reason and "Chinese" in result.reason
     forced = enhancer.enhance(prompt, "wan-t2v", seed=1, force=True, max_new_tokens=24)
     assert not forced.skipped and forced.stats.completion_tokens > 0
-    assert not enhancer.enhance("42", "image", seed=1, max_new_tokens=24).skipped   # no letters: no language
+    assert not enhancer.enhance(
+        "42", "image", seed=1, max_new_tokens=24
+    ).skipped  # no letters: no language
 
 
 def test_enhance_many_keeps_order(enhancer):
@@ -131,7 +148,9 @@ def test_bad_inputs_raise_typed_errors(enhancer, tmp_path):
     with pytest.raises(ImageError):
         enhancer.enhance("make it blue", "i2i", image=tmp_path / "fake.png")
     with pytest.raises(PromptTooLongError):
-        enhancer.enhance("9 " * 9000, "video", force=True, max_new_tokens=4096)   # > 8192 tokens in any prompt style
+        enhancer.enhance(
+            "9 " * 9000, "video", force=True, max_new_tokens=4096
+        )  # > 8192 tokens in any prompt style
 
 
 def test_import_promptx_does_not_import_torch():
@@ -151,7 +170,9 @@ def test_enhance_many_batches_and_matches_one_by_one(model_dir, fp32_model):
     backend.generator.drafter = random_drafter(backend.generator.model)
     batched_calls = []
     original = backend.generate_many
-    backend.generate_many = lambda requests: batched_calls.append(len(requests)) or original(requests)
+    backend.generate_many = lambda requests: (
+        batched_calls.append(len(requests)) or original(requests)
+    )
     # first attempts only: whether a retry follows depends on the assessment, not on batching
     enhancer = promptx.Enhancer(backend=backend, retries=0, strength="full")
     prompts = ["a red car", "a heron fishing at dawn"]
@@ -161,21 +182,24 @@ def test_enhance_many_batches_and_matches_one_by_one(model_dir, fp32_model):
     assert [r.text for r in many] == [r.text for r in one_by_one]
     assert all(r.stats.completion_tokens > 0 for r in many)
     prompts = prompts + ["a lighthouse at night"]
-    alone = [r.text for r in one_by_one] + [enhancer.enhance(prompts[-1], "video", temperature=0,
-                                                             max_new_tokens=32).text]
+    alone = [r.text for r in one_by_one] + [
+        enhancer.enhance(prompts[-1], "video", temperature=0, max_new_tokens=32).text
+    ]
     concurrent, barrier = {}, threading.Barrier(len(prompts))
 
     def call(prompt):
         barrier.wait()
-        concurrent[prompt] = enhancer.enhance(prompt, "video", temperature=0, max_new_tokens=32).text
+        concurrent[prompt] = enhancer.enhance(
+            prompt, "video", temperature=0, max_new_tokens=32
+        ).text
 
     threads = [threading.Thread(target=call, args=(p,)) for p in prompts]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert concurrent == dict(zip(prompts, alone))          # concurrent callers get their own text...
-    assert max(enhancer.batcher.batch_sizes) >= 2           # ...decoded together (the first may start alone)
+    assert concurrent == dict(zip(prompts, alone))  # concurrent callers get their own text...
+    assert max(enhancer.batcher.batch_sizes) >= 2  # ...decoded together (the first may start alone)
     with pytest.raises(InvalidInputError, match="batch_size"):
         enhancer.enhance_many(prompts, "video", batch_size=0)
 
@@ -186,7 +210,9 @@ def test_generation_stops_once_the_word_budget_is_passed(enhancer):
     from promptx.profiles.schema import count_words
 
     messages = render_messages(enhancer.profile("video"), "a cat on a skateboard")
-    output = enhancer.backend.start(messages, GenerationOptions(max_words=12, max_new_tokens=200, seed=1)).finish()
+    output = enhancer.backend.start(
+        messages, GenerationOptions(max_words=12, max_new_tokens=200, seed=1)
+    ).finish()
     assert output.finish_reason == "budget" and 12 < count_words(output.text) <= 14
     assert output.completion_tokens < 40
 
@@ -219,10 +245,14 @@ def test_an_accepted_stream_is_not_revised_unless_its_text_changed(enhancer):
     items = list(stream)
     spelled = " ".join("".join(items[:-1] if stream.revised else items).split())
     assert stream.revised == (spelled != " ".join(stream.result.text.split()))
-    assert (items[-1] if stream.revised else spelled) == (stream.result.text if stream.revised else spelled)
+    assert (items[-1] if stream.revised else spelled) == (
+        stream.result.text if stream.revised else spelled
+    )
 
 
-@pytest.mark.parametrize("target, tokens", [("video", 40), ("video", 80), ("sdxl", 30), ("flux1", 40)])
+@pytest.mark.parametrize(
+    "target, tokens", [("video", 40), ("video", 80), ("sdxl", 30), ("flux1", 40)]
+)
 def test_a_token_budget_never_cuts_a_sentence_or_tag(enhancer, monkeypatch, target, tokens):
     raws = []
     generate = enhancer.generate
@@ -233,8 +263,9 @@ def test_a_token_budget_never_cuts_a_sentence_or_tag(enhancer, monkeypatch, targ
         return output
 
     monkeypatch.setattr(enhancer, "generate", recording)
-    result = enhancer.enhance("a lighthouse keeper climbing the stairs at night", target, seed=4,
-                              max_new_tokens=tokens)
+    result = enhancer.enhance(
+        "a lighthouse keeper climbing the stairs at night", target, seed=4, max_new_tokens=tokens
+    )
     if result.fallback:
         return
     raw = " ".join(raws[result.stats.attempts - 1].text.split())

@@ -22,10 +22,19 @@ def _save_tiny_llama(directory: Path) -> None:
     from tokenizers import Tokenizer, models as tok_models, pre_tokenizers
 
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    config = transformers.LlamaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     transformers.LlamaForCausalLM(config).save_pretrained(directory, safe_serialization=True)
-    tokenizer = Tokenizer(tok_models.WordLevel({"<unk>": 0, "</s>": 1, "hello": 2, "world": 3}, unk_token="<unk>"))
+    tokenizer = Tokenizer(
+        tok_models.WordLevel({"<unk>": 0, "</s>": 1, "hello": 2, "world": 3}, unk_token="<unk>")
+    )
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.save(str(directory / "tokenizer.json"))
 
@@ -57,7 +66,9 @@ def hub(tmp_path_factory) -> Path:
     _add_snapshot(tiny, MAIN, sorted(saved.iterdir()), refs=("main",))
     _add_snapshot(tiny, DEV, sorted(saved.iterdir()), refs=("dev",))
     _add_snapshot(cache / "models--Org--Tiny-Chat", MAIN, [saved / "config.json"], refs=("main",))
-    _add_snapshot(cache / "models--org--broken", MAIN, [saved / "model.safetensors"], refs=("main",))
+    _add_snapshot(
+        cache / "models--org--broken", MAIN, [saved / "model.safetensors"], refs=("main",)
+    )
     return cache
 
 
@@ -86,12 +97,15 @@ def test_the_engine_loads_the_cached_snapshot(cached):
     assert logits.shape == (1, 2, 128) and torch.isfinite(logits).all()
 
 
-@pytest.mark.parametrize("spec, commit, name", [
-    ("org/tiny@main", MAIN, "tiny@main"),
-    ("org/tiny@dev", DEV, "tiny@dev"),
-    ("org/tiny@abcdef01", MAIN, "tiny@abcdef01"),  # a commit prefix, matched against snapshots/
-    (f"org/tiny@{DEV}", DEV, f"tiny@{DEV}"),
-])
+@pytest.mark.parametrize(
+    "spec, commit, name",
+    [
+        ("org/tiny@main", MAIN, "tiny@main"),
+        ("org/tiny@dev", DEV, "tiny@dev"),
+        ("org/tiny@abcdef01", MAIN, "tiny@abcdef01"),  # a commit prefix, matched against snapshots/
+        (f"org/tiny@{DEV}", DEV, f"tiny@{DEV}"),
+    ],
+)
 def test_revisions_pick_their_snapshot(cached, spec, commit, name):
     source = models.resolve_model(spec)
     assert source.directory.name == commit and source.name == name
@@ -103,7 +117,10 @@ def test_commit_prefix_is_case_insensitive(cached):
 
 def test_the_name_is_the_repo_name_lowercased(cached):
     source = models.resolve_model("Org/Tiny-Chat")
-    assert source.name == "tiny-chat" and source.directory.parent.parent.name == "models--Org--Tiny-Chat"
+    assert (
+        source.name == "tiny-chat"
+        and source.directory.parent.parent.name == "models--Org--Tiny-Chat"
+    )
 
 
 def test_missing_repo_says_where_it_looked_and_how_to_fetch(cached):
@@ -123,12 +140,16 @@ def test_missing_revision_lists_the_refs(cached):
 
 
 def test_ambiguous_commit_prefix_names_the_matches(cached):
-    with pytest.raises(ModelNotFoundError, match=f"ambiguous: matches {DEV}|ambiguous: matches {MAIN}"):
+    with pytest.raises(
+        ModelNotFoundError, match=f"ambiguous: matches {DEV}|ambiguous: matches {MAIN}"
+    ):
         hub_cache.find_snapshot("org/tiny@abcdef0")
 
 
 def test_snapshot_without_config_is_not_a_model(cached):
-    with pytest.raises(ModelNotFoundError, match="no config.json, so not a transformers model directory"):
+    with pytest.raises(
+        ModelNotFoundError, match="no config.json, so not a transformers model directory"
+    ):
         models.resolve_model("org/broken")
 
 
@@ -164,11 +185,22 @@ def test_hf_home_is_used_to_find_a_repo(hub, monkeypatch):
     assert models.resolve_model("org/tiny").directory.name == MAIN
 
 
-@pytest.mark.parametrize("spec, expected", [
-    ("org/tiny", True), ("Org-1/my_model.v2@main", True), (f"org/tiny@{MAIN}", True),
-    ("tiny", False), ("org/tiny/extra", False), ("/org/tiny", False), ("org/", False),
-    ("../tiny", False), ("org/tiny@", False), ("org/na me", False), ("org/tiny@a/b", False),
-])
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("org/tiny", True),
+        ("Org-1/my_model.v2@main", True),
+        (f"org/tiny@{MAIN}", True),
+        ("tiny", False),
+        ("org/tiny/extra", False),
+        ("/org/tiny", False),
+        ("org/", False),
+        ("../tiny", False),
+        ("org/tiny@", False),
+        ("org/na me", False),
+        ("org/tiny@a/b", False),
+    ],
+)
 def test_what_looks_like_a_repo_id(spec, expected, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert hub_cache.looks_like_repo_id(spec) is expected
@@ -185,5 +217,7 @@ def test_a_local_directory_named_like_a_repo_wins(cached, tmp_path, monkeypatch)
 
 
 def test_other_unknown_specs_mention_the_hub_form(cached):
-    with pytest.raises(ModelNotFoundError, match=r"ORG/NAME\[@REV\] from the local Hugging Face cache"):
+    with pytest.raises(
+        ModelNotFoundError, match=r"ORG/NAME\[@REV\] from the local Hugging Face cache"
+    ):
         models.resolve_model("no-such-model")

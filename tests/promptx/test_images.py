@@ -121,7 +121,12 @@ def test_exif_rotation_of_an_opened_pil_image(tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "fmt", "expected"),
-    [("a.webp", "WEBP", "WEBP"), ("a.bmp", "BMP", "BMP"), ("a.gif", "GIF", "GIF"), ("a.tiff", "TIFF", "TIFF")],
+    [
+        ("a.webp", "WEBP", "WEBP"),
+        ("a.bmp", "BMP", "BMP"),
+        ("a.gif", "GIF", "GIF"),
+        ("a.tiff", "TIFF", "TIFF"),
+    ],
 )
 def test_supported_formats(tmp_path, name, fmt, expected):
     facts = load_image_facts(_save(tmp_path, name, size=(32, 32), fmt=fmt))
@@ -182,7 +187,9 @@ def test_too_many_pixels_is_checked_from_the_header_before_decoding(tmp_path):
     # would fail with "truncated"; the header check must fire first.
     path = tmp_path / "huge.png"
     path.write_bytes(_png_header_only(5000, 5000))
-    with pytest.raises(ImageError, match=r"image too large: 5000x5000 = 25,000,000 pixels.*limit of 1,000,000"):
+    with pytest.raises(
+        ImageError, match=r"image too large: 5000x5000 = 25,000,000 pixels.*limit of 1,000,000"
+    ):
         load_image_facts(path, max_pixels=1_000_000)
 
 
@@ -267,8 +274,13 @@ def test_module_does_not_import_torch():
         "import sys, promptx.images, promptx.text.cleanup, promptx.text.validate, promptx.text.language; "
         "print('torch' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[2])
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.stdout.strip() == "False"
 
 

@@ -8,30 +8,33 @@ from promptx.errors import InvalidInputError
 from promptx.languages import describe_language, identify_language
 
 
-@pytest.mark.parametrize("text, code", [
-    ("a cat on a skateboard", "en"),
-    ("a cyberpunk samurai with a katana in Neo-Tokyo", "en"),
-    ("a cafe in Paris, la vie en rose", "en"),
-    ("Los Angeles skyline at night", "en"),
-    ("skateboarding dog", "en"),
-    ("Zendaya", "en"),                                      # a lone name is not evidence of anything
-    ("een zwarte kat op het dak", "nl"),
-    ("Köpek parkta koşuyor", "tr"),
-    ("gato negro", "es"),
-    ("un chat noir sur le toit", "fr"),
-    ("ein Hund läuft im Park", "de"),
-    ("una donna cammina sulla spiaggia", "it"),
-    ("cão correndo na praia", "pt"),
-    ("Kot śpi na kanapie", "pl"),
-    ("kucing hitam di atas atap", "id"),
-    ("一只猫在草地上睡觉", "zh"),
-    ("猫が寝ている", "ja"),
-    ("고양이가 잔디 위에서 잔다", "ko"),
-    ("Кошка спит на диване", "ru"),
-    ("a golden retriever running on the beach at sunset, 夕阳下的海滩", "en+zh"),
-    ("🐱🐶", "other"),
-    ("42", "other"),
-])
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("a cat on a skateboard", "en"),
+        ("a cyberpunk samurai with a katana in Neo-Tokyo", "en"),
+        ("a cafe in Paris, la vie en rose", "en"),
+        ("Los Angeles skyline at night", "en"),
+        ("skateboarding dog", "en"),
+        ("Zendaya", "en"),  # a lone name is not evidence of anything
+        ("een zwarte kat op het dak", "nl"),
+        ("Köpek parkta koşuyor", "tr"),
+        ("gato negro", "es"),
+        ("un chat noir sur le toit", "fr"),
+        ("ein Hund läuft im Park", "de"),
+        ("una donna cammina sulla spiaggia", "it"),
+        ("cão correndo na praia", "pt"),
+        ("Kot śpi na kanapie", "pl"),
+        ("kucing hitam di atas atap", "id"),
+        ("一只猫在草地上睡觉", "zh"),
+        ("猫が寝ている", "ja"),
+        ("고양이가 잔디 위에서 잔다", "ko"),
+        ("Кошка спит на диване", "ru"),
+        ("a golden retriever running on the beach at sunset, 夕阳下的海滩", "en+zh"),
+        ("🐱🐶", "other"),
+        ("42", "other"),
+    ],
+)
 def test_identifies_the_language(text, code):
     assert identify_language(text) == code
 
@@ -42,13 +45,16 @@ def test_describes_languages_and_mixes():
     assert describe_language("other") == "unidentified"
 
 
-@pytest.mark.parametrize("prompt, code, name", [
-    ("een zwarte kat op het dak", "nl", "Dutch"),
-    ("gato negro", "es", "Spanish"),
-    ("Köpek parkta koşuyor", "tr", "Turkish"),
-    ("一只猫在草地上睡觉", "zh", "Chinese"),
-    ("a red fox walking through the forest, 雪花飘落", "en+zh", "mixed English and Chinese"),
-])
+@pytest.mark.parametrize(
+    "prompt, code, name",
+    [
+        ("een zwarte kat op het dak", "nl", "Dutch"),
+        ("gato negro", "es", "Spanish"),
+        ("Köpek parkta koşuyor", "tr", "Turkish"),
+        ("一只猫在草地上睡觉", "zh", "Chinese"),
+        ("a red fox walking through the forest, 雪花飘落", "en+zh", "mixed English and Chinese"),
+    ],
+)
 @pytest.mark.parametrize("strength", ["light", "medium", "full"])
 def test_foreign_and_mixed_prompts_pass_through_named(prompt, code, name, strength):
     result = promptx.enhance(prompt, "video", strength=strength, seed=1)

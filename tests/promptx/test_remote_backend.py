@@ -19,12 +19,15 @@ from promptx.image_url import image_data_url
 from promptx.profiles.render import VISION_GUIDANCE
 
 
-@pytest.mark.parametrize("given, expected", [
-    ("http://127.0.0.1:8000", "http://127.0.0.1:8000/v1"),
-    ("http://127.0.0.1:8000/", "http://127.0.0.1:8000/v1"),
-    ("http://127.0.0.1:11434/v1/", "http://127.0.0.1:11434/v1"),
-    ("https://api.example.com/openai/v1", "https://api.example.com/openai/v1"),
-])
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000/v1"),
+        ("http://127.0.0.1:8000/", "http://127.0.0.1:8000/v1"),
+        ("http://127.0.0.1:11434/v1/", "http://127.0.0.1:11434/v1"),
+        ("https://api.example.com/openai/v1", "https://api.example.com/openai/v1"),
+    ],
+)
 def test_base_urls(given, expected):
     assert normalize_base_url(given) == expected
 
@@ -51,13 +54,14 @@ def test_named_backends_from_the_config_file(tmp_path, monkeypatch):
     (tmp_path / "promptx").mkdir()
     (tmp_path / "promptx" / "config.toml").write_text(
         '[backends.farm]\ntype = "openai"\nbase_url = "http://10.0.0.5:8000"\nmodel = "big"\n'
-        'api_key_env = "FARM_KEY"\nvision = true\n\n[backends.odd]\ntype = "grpc"\n')
+        'api_key_env = "FARM_KEY"\nvision = true\n\n[backends.odd]\ntype = "grpc"\n'
+    )
     monkeypatch.setenv("FARM_KEY", "sk-farm")
     assert set(named_backends()) == {"farm", "odd"}
     farm = remote_backend("farm")
     assert farm.base_url == "http://10.0.0.5:8000/v1" and farm.model_name == "big" and farm.vision
     assert farm._client.headers["authorization"] == "Bearer sk-farm"
-    assert remote_backend("farm", model="small").model_name == "small"      # arguments win
+    assert remote_backend("farm", model="small").model_name == "small"  # arguments win
     enhancer = promptx.Enhancer(backend="farm")
     assert enhancer.backend.base_url == farm.base_url
     with pytest.raises(InvalidInputError, match="type must be 'openai'"):
@@ -90,10 +94,10 @@ def test_image_data_url_shrinks_flattens_and_turns_upright():
     wide = Image.new("RGBA", (3000, 1000), (255, 0, 0, 0))
     picture = _decoded(image_data_url(wide))
     assert picture.size == (1024, 341) and picture.mode == "RGB"
-    assert picture.getpixel((10, 10))[1] > 240                     # transparent became white
+    assert picture.getpixel((10, 10))[1] > 240  # transparent became white
     buffer = io.BytesIO()
     exif = Image.Exif()
-    exif[0x0112] = 6                                                 # stored sideways
+    exif[0x0112] = 6  # stored sideways
     Image.new("RGB", (200, 100), "blue").save(buffer, format="JPEG", exif=exif)
     assert _decoded(image_data_url(buffer.getvalue())).size == (100, 200)
     with pytest.raises(ImageError):
@@ -120,10 +124,13 @@ class _Recording(Backend):
         self.sent.append(messages)
 
         def deltas(run):
-            text = ("The sea in the picture rolls slowly toward the shore while foam spreads across the sand "
-                    "and the camera holds a steady wide shot at eye level in soft evening light.")
+            text = (
+                "The sea in the picture rolls slowly toward the shore while foam spreads across the sand "
+                "and the camera holds a steady wide shot at eye level in soft evening light."
+            )
             yield text
             run.output = GenerationOutput(text, 10, 30, "stop", 0.1, 300.0)
+
         return GenerationRun(deltas)
 
 
@@ -135,11 +142,13 @@ def _png() -> bytes:
 
 def test_a_vision_backend_gets_the_image_and_the_vision_guidance():
     backend = _Recording(vision=True)
-    result = promptx.Enhancer(backend=backend).enhance("the waves roll in", "i2v", image=_png(), seed=0)
+    result = promptx.Enhancer(backend=backend).enhance(
+        "the waves roll in", "i2v", image=_png(), seed=0
+    )
     assert not result.fallback, result.reason
     system, *_, last = backend.sent[0]
     assert VISION_GUIDANCE["i2v"] in system["content"]
-    assert last["role"] == "user"                                  # no assistant opening to continue
+    assert last["role"] == "user"  # no assistant opening to continue
     text, image = last["content"]
     assert "the waves roll in" in text["text"] and image["type"] == "image_url"
     assert _decoded(image["image_url"]["url"]).size == (640, 360)

@@ -39,7 +39,9 @@ def server(model_dir):
 
 
 def _env(server_url: str | None, *, key: str | None = KEY) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("PROMPTX_SERVER", "PROMPTX_SERVE_API_KEY")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PROMPTX_SERVER", "PROMPTX_SERVE_API_KEY")
+    }
     env.update(THREADS)
     if server_url is not None:
         env["PROMPTX_SERVER"] = server_url
@@ -48,9 +50,17 @@ def _env(server_url: str | None, *, key: str | None = KEY) -> dict:
     return env
 
 
-def enhance(*args: str, server: str | None = None, key: str | None = KEY) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "promptx", "enhance", *args], cwd=ROOT, env=_env(server, key=key),
-                          capture_output=True, text=True, timeout=600)
+def enhance(
+    *args: str, server: str | None = None, key: str | None = KEY
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "promptx", "enhance", *args],
+        cwd=ROOT,
+        env=_env(server, key=key),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _requests(server: ServerProcess) -> int:
@@ -67,19 +77,33 @@ def test_light_answer_and_json_equal_in_process(server, tmp_path):
     assert remote_json["text"].startswith("A red fox in snow.")
     remote_stats, local_stats = remote_json.pop("stats"), local_json.pop("stats")
     assert remote_json == local_json and remote_stats.keys() == local_stats.keys()
-    timeless = [[line for line in done.stdout.splitlines() if '"latency_s"' not in line] for done in (remote, local)]
-    assert timeless[0] == timeless[1]                # the very same JSON text, but for the time taken
-    streamed = enhance(*FOX, "--strength", "light", "--stream", server=server.url)   # sent whole
+    timeless = [
+        [line for line in done.stdout.splitlines() if '"latency_s"' not in line]
+        for done in (remote, local)
+    ]
+    assert timeless[0] == timeless[1]  # the very same JSON text, but for the time taken
+    streamed = enhance(*FOX, "--strength", "light", "--stream", server=server.url)  # sent whole
     assert (streamed.stdout, streamed.stderr) == (enhance(*FOX, "--strength", "light").stdout, "")
     assert _requests(server) == before + 2
     # an image goes as base64 and gives the in-process text; a missing one, the in-process error
     image = tmp_path / "beach.png"
     Image.new("RGB", (96, 64), (40, 90, 200)).save(image)
-    args = ["the waves roll in", "-t", "i2v", "--image", str(image), "--seed", "2", "--strength", "light"]
+    args = [
+        "the waves roll in",
+        "-t",
+        "i2v",
+        "--image",
+        str(image),
+        "--seed",
+        "2",
+        "--strength",
+        "light",
+    ]
     assert enhance(*args, server=server.url).stdout == enhance(*args).stdout != ""
     missing = ["the waves roll in", "-t", "i2v", "--image", str(tmp_path / "none.png")]
     assert (enhance(*missing, server=server.url).stderr, enhance(*missing).stderr) == (
-        f"promptx: error: image not found: {tmp_path / 'none.png'}\n",) * 2
+        f"promptx: error: image not found: {tmp_path / 'none.png'}\n",
+    ) * 2
 
 
 def test_full_strength_equals_in_process_and_never_imports_torch(server):
@@ -99,8 +123,14 @@ def test_full_strength_equals_in_process_and_never_imports_torch(server):
         print("STATUS", status, "LOADED", loaded)
     """)
     before = _requests(server)
-    remote = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=_env(server.url), capture_output=True,
-                            text=True, timeout=300)
+    remote = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=_env(server.url),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     *text, last = remote.stdout.splitlines(keepends=True)
     assert last == "STATUS 0 LOADED []\n", remote.stdout + remote.stderr
     assert _requests(server) == before + 1
@@ -113,7 +143,7 @@ def test_no_server_there_is_a_quick_in_process_fallback():
     from promptx.cli.forward import Unavailable, enhance_on_server
 
     closed = f"http://127.0.0.1:{free_port()}"
-    with socket.socket() as silent:                  # accepts connections, never answers
+    with socket.socket() as silent:  # accepts connections, never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         mute = f"http://127.0.0.1:{silent.getsockname()[1]}"
@@ -125,31 +155,52 @@ def test_no_server_there_is_a_quick_in_process_fallback():
         local = enhance(*FOX, "--strength", "light")
         for url in (closed, mute):
             started = time.monotonic()
-            quiet = enhance(*FOX, "--strength", "light", server=url)         # from $PROMPTX_SERVER: silent
-            assert time.monotonic() - started < 20                           # a shared 2-core machine
+            quiet = enhance(*FOX, "--strength", "light", server=url)  # from $PROMPTX_SERVER: silent
+            assert time.monotonic() - started < 20  # a shared 2-core machine
             assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, local.stdout, "")
-        named = enhance(*FOX, "--strength", "light", "--server", closed)     # named: one note
+        named = enhance(*FOX, "--strength", "light", "--server", closed)  # named: one note
         assert named.returncode == 0 and named.stdout == local.stdout
-        assert named.stderr == (f"promptx: note: no promptx serve answers at {closed} (connection refused); "
-                                "enhancing in this process\n")
+        assert named.stderr == (
+            f"promptx: note: no promptx serve answers at {closed} (connection refused); "
+            "enhancing in this process\n"
+        )
 
 
 def test_a_server_error_is_the_in_process_error_line(server):
-    for args in (["a cat", "-t", "nosuch"], ["a cat", "--style", "no-such-style", "--strength", "light"], [""]):
+    for args in (
+        ["a cat", "-t", "nosuch"],
+        ["a cat", "--style", "no-such-style", "--strength", "light"],
+        [""],
+    ):
         remote, local = enhance(*args, server=server.url), enhance(*args)
         assert local.returncode == 1 and local.stderr.startswith("promptx: error: ")
-        assert (remote.returncode, remote.stdout, remote.stderr) == (local.returncode, local.stdout, local.stderr)
+        assert (remote.returncode, remote.stdout, remote.stderr) == (
+            local.returncode,
+            local.stdout,
+            local.stderr,
+        )
         assert remote.stderr.count("\n") == 1 and "Traceback" not in remote.stderr
 
 
 def test_key_and_in_process_only_options(server):
     refused = enhance("a cat", server=server.url, key="wrong-key-not-printed")
-    assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
-    assert "PROMPTX_SERVE_API_KEY" in refused.stderr and "wrong-key-not-printed" not in refused.stderr
-    mixed = enhance("a cat", "--server", server.url, "--model", "smollm2-135m-instruct", "--strength", "light")
+    assert (
+        refused.returncode == 1
+        and refused.stderr.count("\n") == 1
+        and "Traceback" not in refused.stderr
+    )
+    assert (
+        "PROMPTX_SERVE_API_KEY" in refused.stderr and "wrong-key-not-printed" not in refused.stderr
+    )
+    mixed = enhance(
+        "a cat", "--server", server.url, "--model", "smollm2-135m-instruct", "--strength", "light"
+    )
     assert mixed.returncode == 1 and "--model runs in this process" in mixed.stderr
     before = _requests(server)
-    assert enhance("a cat", "--dtype", "float32", "--strength", "light", server=server.url).returncode == 0
-    assert _requests(server) == before                 # from the environment: run here, silently
+    assert (
+        enhance("a cat", "--dtype", "float32", "--strength", "light", server=server.url).returncode
+        == 0
+    )
+    assert _requests(server) == before  # from the environment: run here, silently
     bad = enhance("a cat", "--server", "ftp://host/")
     assert bad.returncode == 1 and "is not a server URL" in bad.stderr

@@ -15,7 +15,12 @@ from tests.promptx.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("fastapi")
-PROMPTS = ["a red fox in snow", "a lighthouse at dusk", "two blue cups on a shelf", "an old tram in the rain"]
+PROMPTS = [
+    "a red fox in snow",
+    "a lighthouse at dusk",
+    "two blue cups on a shelf",
+    "an old tram in the rain",
+]
 
 
 def _children(pid: int) -> list[int]:
@@ -29,7 +34,9 @@ def _alive(pid: int) -> bool:
 
 
 def _enhance(url: str, prompt: str) -> dict:
-    answer = httpx.post(url + "/v1/enhance", json={"prompt": prompt, "target": "video", "seed": 1}, timeout=120)
+    answer = httpx.post(
+        url + "/v1/enhance", json={"prompt": prompt, "target": "video", "seed": 1}, timeout=120
+    )
     assert answer.status_code == 200, answer.text
     return answer.json()
 
@@ -42,7 +49,7 @@ def test_workers_share_the_port_and_stop_together(model_dir):
         work = [PROMPTS[i % len(PROMPTS)] for i in range(24)]
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(lambda p: _enhance(server.url, p), work))
-        assert [a["original_prompt"] for a in answers] == work             # none lost, none crossed
+        assert [a["original_prompt"] for a in answers] == work  # none lost, none crossed
         bad = httpx.post(server.url + "/v1/enhance", json={"prompt": "a cat", "seed": "7"})
         assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request"
         assert httpx.get(server.url + "/health").status_code == 200

@@ -22,8 +22,15 @@ def test_the_adapter_ships_small_with_a_model_card():
     info = read_adapter_info(path)
     assert info.rank >= 1 and adapter_extra(info)["prompt_style"] == "short"
     card = (path.parent / "README.md").read_text()
-    for needed in ("promptx tune", "data/tuning", "LoRA", "held-out", "smollm2-135m-instruct-base", "Apache-2.0",
-                   "MIT"):
+    for needed in (
+        "promptx tune",
+        "data/tuning",
+        "LoRA",
+        "held-out",
+        "smollm2-135m-instruct-base",
+        "Apache-2.0",
+        "MIT",
+    ):
         assert needed in card, f"the model card does not mention {needed}"
 
 
@@ -38,7 +45,9 @@ def test_the_default_model_is_the_tuned_one_and_differs_from_the_base(model_dir,
     tuned, tokenizer = fp32_model
     base = load_transformer(base_dir)
     ids = torch.tensor([tokenizer.encode("A lighthouse on a rocky point at dusk")])
-    difference = (tuned(ids, tuned.new_cache(32)).logits - base(ids, base.new_cache(32)).logits).abs().max()
+    difference = (
+        (tuned(ids, tuned.new_cache(32)).logits - base(ids, base.new_cache(32)).logits).abs().max()
+    )
     assert float(difference) > 0.1
 
 
@@ -51,4 +60,4 @@ def test_tuned_outputs_pass_the_assessment_on_held_out_prompts(model_dir):
     rows, _ = read_pairs([HELDOUT])
     result = passes_on(promptx.Enhancer(quiet=True, strength="full"), balanced(rows, 8))
     failed = [e for e in result.examples if not e["passed"]]
-    assert result.n == 8 and result.passed >= 7, failed          # at most one fallback in eight
+    assert result.n == 8 and result.passed >= 7, failed  # at most one fallback in eight

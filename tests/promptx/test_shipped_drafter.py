@@ -21,7 +21,11 @@ HELD_OUT = [
 
 
 def shipped_dirs():
-    return [d for d in sorted(SHIPPED_DIR.iterdir()) if (d / "config.json").is_file()] if SHIPPED_DIR.is_dir() else []
+    return (
+        [d for d in sorted(SHIPPED_DIR.iterdir()) if (d / "config.json").is_file()]
+        if SHIPPED_DIR.is_dir()
+        else []
+    )
 
 
 def test_a_drafter_ships_with_a_model_card():
@@ -29,7 +33,14 @@ def test_a_drafter_ships_with_a_model_card():
     assert dirs, f"no drafter in {SHIPPED_DIR}"
     for d in dirs:
         card = (d / "README.md").read_text()
-        for needed in ("PartiPrompts", "VBench", "T2I-CompBench", "Apache-2.0", "MIT", "promptx draft train"):
+        for needed in (
+            "PartiPrompts",
+            "VBench",
+            "T2I-CompBench",
+            "Apache-2.0",
+            "MIT",
+            "promptx draft train",
+        ):
             assert needed in card, f"{d}/README.md does not mention {needed}"
         from engine.speculative.checkpoint import read_fingerprint
 
@@ -58,9 +69,17 @@ def held_out_ids(tokenizer, model_dir):
     from promptx.profiles.render import render_messages
 
     registry, style = default_registry(), prompt_style_of(model_dir)
-    return [tokenizer.encode_chat(render_messages(registry.get(target), prompt, prompt_style=style,
-                                                  caption="a photo" if "to-" in target else None))
-            for target, prompt in HELD_OUT]
+    return [
+        tokenizer.encode_chat(
+            render_messages(
+                registry.get(target),
+                prompt,
+                prompt_style=style,
+                caption="a photo" if "to-" in target else None,
+            )
+        )
+        for target, prompt in HELD_OUT
+    ]
 
 
 def test_shipped_drafter_is_trained_and_lossless(pair, model_dir):
@@ -76,10 +95,22 @@ def test_shipped_drafter_is_trained_and_lossless(pair, model_dir):
     for ids in held_out_ids(tokenizer, model_dir):
         params = SamplingParams(max_new_tokens=64)
         stats = DecodeStats()
-        fast = [t for c in decode_speculative(model, drafter, ids, params,
-                                              StopChecker(tokenizer.eos_token_ids, 64), stats, FixedTree())
-                for t in c]
-        plain = list(decode_autoregressive(model, ids, params, StopChecker(tokenizer.eos_token_ids, 64)))
+        fast = [
+            t
+            for c in decode_speculative(
+                model,
+                drafter,
+                ids,
+                params,
+                StopChecker(tokenizer.eos_token_ids, 64),
+                stats,
+                FixedTree(),
+            )
+            for t in c
+        ]
+        plain = list(
+            decode_autoregressive(model, ids, params, StopChecker(tokenizer.eos_token_ids, 64))
+        )
         assert fast == plain
         tokens, forwards = tokens + stats.new_tokens, forwards + stats.target_forwards
     assert tokens / forwards > 2.0, f"tau {tokens / forwards:.2f} on held-out prompts"
@@ -113,11 +144,16 @@ def test_the_fastest_precision_decodes_plainly_without_loading_the_drafter(model
 
 
 BF16_PROMPTS = [
-    ("video", "a jellyfish drifting through dark water"), ("image", "a red bicycle leaning on a brick wall"),
-    ("sdxl", "an old lighthouse on a cliff at dusk"), ("video", "a chef flipping a pancake in a busy kitchen"),
-    ("image", "two cats sleeping on a windowsill"), ("wan", "a paper boat floating down a rainy street"),
-    ("video", "a hot air balloon rising over a valley"), ("image", "a bowl of ramen with a soft egg"),
-    ("sdxl", "a fox in a snowy birch forest"), ("video", "a skateboarder jumping a stair set at night"),
+    ("video", "a jellyfish drifting through dark water"),
+    ("image", "a red bicycle leaning on a brick wall"),
+    ("sdxl", "an old lighthouse on a cliff at dusk"),
+    ("video", "a chef flipping a pancake in a busy kitchen"),
+    ("image", "two cats sleeping on a windowsill"),
+    ("wan", "a paper boat floating down a rainy street"),
+    ("video", "a hot air balloon rising over a valley"),
+    ("image", "a bowl of ramen with a soft egg"),
+    ("sdxl", "a fox in a snowy birch forest"),
+    ("video", "a skateboarder jumping a stair set at night"),
 ]
 
 
@@ -138,21 +174,41 @@ def test_half_precision_speculative_decoding_equals_plain_decoding(model_dir, dt
     from promptx.profiles.render import render_messages
 
     if not cpu_has_fast_bf16():
-        pytest.skip("no native bf16 on this CPU: bf16 and int4 are not defaults here, and emulated bf16 is not checked")
+        pytest.skip(
+            "no native bf16 on this CPU: bf16 and int4 are not defaults here, and emulated bf16 is not checked"
+        )
     generator = Generator.from_dir(model_dir, dtype=dtype)
     if not generator.exact_batches:
-        pytest.skip(f"{dtype}: this CPU's kernels mix the rows of a pass, so it decodes plainly (no speculation)")
+        pytest.skip(
+            f"{dtype}: this CPU's kernels mix the rows of a pass, so it decodes plainly (no speculation)"
+        )
     model, tokenizer = generator.model, generator.tokenizer
     assert model.precision == dtype
     drafter, _ = load_drafter_for(model, find_drafter(model))
     registry, style = default_registry(), prompt_style_of(model_dir)
     for target, prompt in BF16_PROMPTS:
-        ids = tokenizer.encode_chat(render_messages(registry.get(target), prompt, prompt_style=style))
+        ids = tokenizer.encode_chat(
+            render_messages(registry.get(target), prompt, prompt_style=style)
+        )
         params = SamplingParams(max_new_tokens=128)
-        plain = list(decode_autoregressive(model, ids, params, StopChecker(tokenizer.eos_token_ids, 128)))
-        fast = [t for chunk in decode_speculative(model, drafter, ids, params, StopChecker(tokenizer.eos_token_ids, 128),
-                                                  planner=FixedTree(TreeConfig(budget=16))) for t in chunk]
-        assert fast == plain, f"{target}: {prompt!r} differs at token {next((i for i, (a, b) in enumerate(zip(fast, plain)) if a != b), min(len(fast), len(plain)))}"
+        plain = list(
+            decode_autoregressive(model, ids, params, StopChecker(tokenizer.eos_token_ids, 128))
+        )
+        fast = [
+            t
+            for chunk in decode_speculative(
+                model,
+                drafter,
+                ids,
+                params,
+                StopChecker(tokenizer.eos_token_ids, 128),
+                planner=FixedTree(TreeConfig(budget=16)),
+            )
+            for t in chunk
+        ]
+        assert fast == plain, (
+            f"{target}: {prompt!r} differs at token {next((i for i, (a, b) in enumerate(zip(fast, plain)) if a != b), min(len(fast), len(plain)))}"
+        )
 
 
 def test_a_batch_in_int4_decodes_each_prompt_as_alone(model_dir):
@@ -180,16 +236,35 @@ def test_a_batch_in_int4_decodes_each_prompt_as_alone(model_dir):
     assert RowTargets.fits(model)
     drafter, _ = load_drafter_for(model, find_drafter(model))
     registry, style = default_registry(), prompt_style_of(model_dir)
-    prompts = [tokenizer.encode_chat(render_messages(registry.get(t), p, prompt_style=style))
-               for t, p in BF16_PROMPTS[:6]]
+    prompts = [
+        tokenizer.encode_chat(render_messages(registry.get(t), p, prompt_style=style))
+        for t, p in BF16_PROMPTS[:6]
+    ]
     budgets = [64, 40, 64, 64, 23, 64]
-    plain = [list(decode_autoregressive(model, ids, SamplingParams(max_new_tokens=n),
-                                        StopChecker(tokenizer.eos_token_ids, n))) for ids, n in zip(prompts, budgets)]
-    for config in (TreeConfig(budget=0, max_depth=1, top_k=1), TreeConfig(budget=8, max_depth=5, top_k=3)):
+    plain = [
+        list(
+            decode_autoregressive(
+                model,
+                ids,
+                SamplingParams(max_new_tokens=n),
+                StopChecker(tokenizer.eos_token_ids, n),
+            )
+        )
+        for ids, n in zip(prompts, budgets)
+    ]
+    for config in (
+        TreeConfig(budget=0, max_depth=1, top_k=1),
+        TreeConfig(budget=8, max_depth=5, top_k=3),
+    ):
         got: list[list[int]] = [[] for _ in prompts]
         for index, chunk in decode_speculative_batch(
-                model, drafter, prompts, [SamplingParams(max_new_tokens=n) for n in budgets],
-                [StopChecker(tokenizer.eos_token_ids, n) for n in budgets], planner=FixedTree(config)):
+            model,
+            drafter,
+            prompts,
+            [SamplingParams(max_new_tokens=n) for n in budgets],
+            [StopChecker(tokenizer.eos_token_ids, n) for n in budgets],
+            planner=FixedTree(config),
+        ):
             got[index].extend(chunk)
         differ = [i for i, (a, b) in enumerate(zip(got, plain)) if a != b]
         assert not differ, f"budget {config.budget}: prompts {differ} differ"

@@ -14,8 +14,14 @@ from pathlib import Path
 import pytest
 
 from promptx.errors import InvalidInputError, TemplateError, UnknownTargetError
-from promptx.profiles.registry import (ENV_VAR, TemplateRegistry, builtin_template_dir, default_registry, get_profile,
-                                       load_profile_file)
+from promptx.profiles.registry import (
+    ENV_VAR,
+    TemplateRegistry,
+    builtin_template_dir,
+    default_registry,
+    get_profile,
+    load_profile_file,
+)
 from promptx.profiles.render import DEFAULT_I2V_PROMPT, image_line, render_messages, substitute
 from promptx.profiles.schema import Profile, count_words, template_placeholders
 
@@ -68,9 +74,21 @@ def styled(name: str) -> list[tuple[str, str | None]]:
 
 def test_required_profiles_ship():
     required = {
-        "image", "video", "image-to-video", "image-to-image", "wan-t2v", "wan-i2v",
-        "ltx-video", "hunyuan-video", "cogvideox", "flux1", "flux2", "flux2-edit",
-        "sd3", "sdxl", "qwen-image",
+        "image",
+        "video",
+        "image-to-video",
+        "image-to-image",
+        "wan-t2v",
+        "wan-i2v",
+        "ltx-video",
+        "hunyuan-video",
+        "cogvideox",
+        "flux1",
+        "flux2",
+        "flux2-edit",
+        "sd3",
+        "sdxl",
+        "qwen-image",
     }
     assert required <= set(NAMES)
     assert builtin_template_dir().joinpath("image.toml").is_file()
@@ -140,10 +158,18 @@ def test_model_conventions():
     assert ltx.enhance_threshold_words == 120
     assert ltx.should_enhance("word " * 120) and not ltx.should_enhance("word " * 121)
     assert ltx.should_enhance("word " * 121, force=True)
-    assert REGISTRY.get("cogvideox").length.min_words <= 100 <= REGISTRY.get("cogvideox").length.max_words
+    assert (
+        REGISTRY.get("cogvideox").length.min_words
+        <= 100
+        <= REGISTRY.get("cogvideox").length.max_words
+    )
     edit = REGISTRY.get("flux2-edit")
     assert (edit.task, edit.format, edit.length.min_words, edit.length.max_words) == (
-        "i2i", "instruction", 50, 80)
+        "i2i",
+        "instruction",
+        50,
+        80,
+    )
     for ex in REGISTRY.get("qwen-image").examples:
         assert not re.search(r"\b(no|not|without|never|nobody)\b", ex.output, re.I), ex.output
     for ex in REGISTRY.get("flux1").examples + REGISTRY.get("qwen-image").examples:
@@ -156,11 +182,25 @@ def test_model_conventions():
 
 @pytest.mark.parametrize(
     ("alias", "name"),
-    [("t2i", "image"), ("text-to-image", "image"), ("t2v", "video"), ("text-to-video", "video"),
-     ("i2v", "image-to-video"), ("i2i", "image-to-image"), ("edit", "image-to-image"),
-     ("wan", "wan-t2v"), ("flux", "flux1"), ("flux2-i2i", "flux2-edit"),
-     ("hunyuan", "hunyuan-video"), ("cogvideo", "cogvideox"), ("ltx", "ltx-video"),
-     ("qwen", "qwen-image"), ("WAN", "wan-t2v"), (" Flux ", "flux1"), ("SDXL", "sdxl")],
+    [
+        ("t2i", "image"),
+        ("text-to-image", "image"),
+        ("t2v", "video"),
+        ("text-to-video", "video"),
+        ("i2v", "image-to-video"),
+        ("i2i", "image-to-image"),
+        ("edit", "image-to-image"),
+        ("wan", "wan-t2v"),
+        ("flux", "flux1"),
+        ("flux2-i2i", "flux2-edit"),
+        ("hunyuan", "hunyuan-video"),
+        ("cogvideo", "cogvideox"),
+        ("ltx", "ltx-video"),
+        ("qwen", "qwen-image"),
+        ("WAN", "wan-t2v"),
+        (" Flux ", "flux1"),
+        ("SDXL", "sdxl"),
+    ],
 )
 def test_aliases_resolve_case_insensitively(alias, name):
     assert REGISTRY.get(alias).name == name
@@ -225,26 +265,49 @@ def test_alias_equal_to_other_profile_name(tmp_path):
 
 BAD_FILES = {
     "syntax": (lambda t: t.replace('task = "t2i"', 'task = "t2i'), "TOML syntax"),
-    "missing": (lambda t: re.sub(r"(?m)^system_prompt = .*\n", "", t), "system_prompt: Field required"),
-    "wrong-type": (lambda t: t.replace("max_words = 20", 'max_words = "many"'),
-                   "length.max_words: Input should be a valid integer"),
+    "missing": (
+        lambda t: re.sub(r"(?m)^system_prompt = .*\n", "", t),
+        "system_prompt: Field required",
+    ),
+    "wrong-type": (
+        lambda t: t.replace("max_words = 20", 'max_words = "many"'),
+        "length.max_words: Input should be a valid integer",
+    ),
     "bad-task": (lambda t: t.replace('task = "t2i"', 'task = "t2a"'), "task:"),
-    "placeholder": (lambda t: t.replace("{style}", "{prompt.__class__}"),
-                    "system_prompt: unknown placeholder {prompt.__class__}"),
-    "template-brace": (lambda t: t.replace('aliases =', 'user_template = "{prompt} {oops"\naliases ='),
-                       "user_template: unbalanced"),
-    "no-prompt": (lambda t: t.replace('aliases =', 'user_template = "just text"\naliases ='),
-                  "user_template: must contain {prompt}"),
+    "placeholder": (
+        lambda t: t.replace("{style}", "{prompt.__class__}"),
+        "system_prompt: unknown placeholder {prompt.__class__}",
+    ),
+    "template-brace": (
+        lambda t: t.replace("aliases =", 'user_template = "{prompt} {oops"\naliases ='),
+        "user_template: unbalanced",
+    ),
+    "no-prompt": (
+        lambda t: t.replace("aliases =", 'user_template = "just text"\naliases ='),
+        "user_template: must contain {prompt}",
+    ),
     "stem": (lambda t: t.replace('name = "NAME"', 'name = "other"'), "name:"),
-    "default-style": (lambda t: t.replace('aliases =', 'default_style = "noir"\naliases ='),
-                      "default_style: 'noir'"),
+    "default-style": (
+        lambda t: t.replace("aliases =", 'default_style = "noir"\naliases ='),
+        "default_style: 'noir'",
+    ),
     "min-max": (lambda t: t.replace("min_words = 3", "min_words = 30"), "length:"),
-    "long-example": (lambda t: t.replace("a fluffy gray cat", "a " + "very " * 30 + "cat"),
-                     "examples.0.output"),
-    "extra": (lambda t: t.replace('aliases =', 'colour = "red"\naliases ='), "colour: Extra inputs"),
-    "own-alias": (lambda t: t.replace('["ALIAS"]', '["BAD"]'), "aliases: 'bad' is the profile's own name"),
-    "no-examples": (lambda t: t.replace("[length]", "examples = []\n[length]").split("[[")[0],
-                    "examples: List should have at least 1 item"),
+    "long-example": (
+        lambda t: t.replace("a fluffy gray cat", "a " + "very " * 30 + "cat"),
+        "examples.0.output",
+    ),
+    "extra": (
+        lambda t: t.replace("aliases =", 'colour = "red"\naliases ='),
+        "colour: Extra inputs",
+    ),
+    "own-alias": (
+        lambda t: t.replace('["ALIAS"]', '["BAD"]'),
+        "aliases: 'bad' is the profile's own name",
+    ),
+    "no-examples": (
+        lambda t: t.replace("[length]", "examples = []\n[length]").split("[[")[0],
+        "examples: List should have at least 1 item",
+    ),
 }
 
 
@@ -270,7 +333,7 @@ def test_i2v_needs_image_placeholder_and_example_images(tmp_path):
     text = VALID.replace('task = "t2i"', 'task = "i2v"')
     with pytest.raises(TemplateError, match=r"user_template: .*\{image\}"):
         load_profile_file(write_profile(tmp_path, "vid", text))
-    text = text.replace('aliases =', 'user_template = "{image} {prompt}"\naliases =')
+    text = text.replace("aliases =", 'user_template = "{image} {prompt}"\naliases =')
     with pytest.raises(TemplateError, match=r"examples\.0\.image"):
         load_profile_file(write_profile(tmp_path, "vid", text))
 
@@ -302,10 +365,10 @@ def test_system_prompt_override_is_checked():
         render_messages(profile, "x", system_prompt="Do {evil}")
     with pytest.raises(InvalidInputError):
         render_messages(profile, "x", system_prompt="   ")
-    messages = render_messages(profile, "x", system_prompt="Be brief.", style="anime", language="zh")
-    assert messages[0]["content"] == (
-        f"Be brief.\n{profile.styles['anime']}\nWrite in Chinese."
+    messages = render_messages(
+        profile, "x", system_prompt="Be brief.", style="anime", language="zh"
     )
+    assert messages[0]["content"] == (f"Be brief.\n{profile.styles['anime']}\nWrite in Chinese.")
 
 
 def test_unknown_style_lists_styles():
@@ -317,14 +380,16 @@ def test_unknown_style_lists_styles():
 
 @pytest.mark.parametrize(
     ("name", "language", "rule"),
-    [("image", None, "Write in English."),
-     ("wan-t2v", None, "Write in the same language as the input."),
-     ("wan-t2v", "en", "Write in English."),
-     ("wan-t2v", "English", "Write in English."),
-     ("image", "keep", "Write in the same language as the input."),
-     ("image", "zh", "Write in Chinese."),
-     ("image", "pt-BR", "Write in Portuguese."),
-     ("image", "german", "Write in German.")],
+    [
+        ("image", None, "Write in English."),
+        ("wan-t2v", None, "Write in the same language as the input."),
+        ("wan-t2v", "en", "Write in English."),
+        ("wan-t2v", "English", "Write in English."),
+        ("image", "keep", "Write in the same language as the input."),
+        ("image", "zh", "Write in Chinese."),
+        ("image", "pt-BR", "Write in Portuguese."),
+        ("image", "german", "Write in German."),
+    ],
 )
 def test_language_rule(name, language, rule):
     assert rule in render_messages(REGISTRY.get(name), "a cat", language=language)[0]["content"]
@@ -344,10 +409,15 @@ def test_empty_prompts():
 
 
 def test_image_inputs():
-    messages = render_messages(REGISTRY.get("flux2-edit"), "make it night",
-                               image_facts="1024x768, landscape (4:3)", caption="a town square.")
+    messages = render_messages(
+        REGISTRY.get("flux2-edit"),
+        "make it night",
+        image_facts="1024x768, landscape (4:3)",
+        caption="a town square.",
+    )
     assert messages[-1]["content"] == (
-        "Image: a town square. Format: 1024x768, landscape (4:3).\nEdit: make it night")
+        "Image: a town square. Format: 1024x768, landscape (4:3).\nEdit: make it night"
+    )
     assert image_line("512x512, square", None) == "Image: 512x512, square."
     assert image_line(None, None) == "Image: no description given."
     with pytest.raises(InvalidInputError, match="takes no image"):

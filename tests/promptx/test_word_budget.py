@@ -13,10 +13,10 @@ from promptx.text.language import count_words
 TEXTS = [
     "Sure! Here is the enhanced prompt: A ginger cat rides a red skateboard down a sunlit street, "
     "its tail held high, warm late-afternoon light, low camera angle, 35mm film look.",
-    "**Prompt:** \"A lighthouse on a cliff at dusk, waves crashing below, cinematic wide shot.\"",
+    '**Prompt:** "A lighthouse on a cliff at dusk, waves crashing below, cinematic wide shot."',
     "一只橘猫在阳光明媚的街道上滑着红色滑板，尾巴高高翘起，暖色调，低机位拍摄。",
     "Neon-lit Tokyo alley, rain-slick asphalt; a woman in a yellow raincoat walks past café signs "
-    "reading \"OPEN\" — handheld camera, shallow depth of field, naïve colour grading.",
+    'reading "OPEN" — handheld camera, shallow depth of field, naïve colour grading.',
 ]
 
 
@@ -34,9 +34,11 @@ def bounds(tokenizer):
 
 def whole_output_check(decode, limit):
     """The old predicate: decode everything after every token."""
+
     def over(tokens):
         text = decode(tokens)
         return count_words(text) > limit and count_words(strip_wrapping(text)) > limit
+
     return over
 
 
@@ -53,7 +55,9 @@ def test_the_bounds_never_undercount(tokenizer, bounds):
     samples += [[rng.randrange(tokenizer.vocab_size) for _ in range(40)] for _ in range(200)]
     for ids in samples:
         for n in range(1, len(ids) + 1):
-            assert count_words(tokenizer.decode(ids[:n])) <= sum(bounds[t] for t in ids[:n]), ids[:n]
+            assert count_words(tokenizer.decode(ids[:n])) <= sum(bounds[t] for t in ids[:n]), ids[
+                :n
+            ]
 
 
 @pytest.mark.parametrize("limit", [1, 3, 8, 15, 40])

@@ -27,15 +27,24 @@ import pytest
 from promptx.profiles.registry import registry_for
 from promptx.text.cleanup import clean_output, count_words, estimate_encoder_tokens
 
-TEXTS = 300                      # generated texts per property
+TEXTS = 300  # generated texts per property
 
-WORDS = ("cat dog lighthouse harbor golden misty river violet ancient bridge lantern forest crimson quiet "
-         "glass tower meadow storm silver fox snow market neon rain velvet window dune orchid copper train "
-         "amber cliff garden mirror shadow canyon marble ember willow falcon pebble saffron harbour cobalt").split()
-TAG_WORDS = ("masterpiece detailed cinematic portrait landscape sunset neon rain bokeh watercolor sharp soft "
-             "warm cold golden hour studio light film grain wide angle close up red scarf old tram misty "
-             "forest city night castle dragon knight ocean wave").split()
-SECRET = ("zzcode", "zzstyle", "zzcomment", "zzurl")     # words that sit only inside markup to be removed
+WORDS = (
+    "cat dog lighthouse harbor golden misty river violet ancient bridge lantern forest crimson quiet "
+    "glass tower meadow storm silver fox snow market neon rain velvet window dune orchid copper train "
+    "amber cliff garden mirror shadow canyon marble ember willow falcon pebble saffron harbour cobalt"
+).split()
+TAG_WORDS = (
+    "masterpiece detailed cinematic portrait landscape sunset neon rain bokeh watercolor sharp soft "
+    "warm cold golden hour studio light film grain wide angle close up red scarf old tram misty "
+    "forest city night castle dragon knight ocean wave"
+).split()
+SECRET = (
+    "zzcode",
+    "zzstyle",
+    "zzcomment",
+    "zzurl",
+)  # words that sit only inside markup to be removed
 _HTML_TAG = re.compile(r"</?[A-Za-z!][^<>]*>")
 _WORD = re.compile(r"[^\W_]+")
 
@@ -62,19 +71,44 @@ def _decorated(rng: random.Random, sentence: str) -> str:
     words = sentence.split(" ")
     i = rng.randrange(len(words))
     word = words[i]
-    core, tail = word.rstrip(",.!?"), word[len(word.rstrip(",.!?")):]
-    wrap = rng.choice([
-        "<b>{}</b>", "<i>{}</i>", '<span class="x">{}</span>', "<em>{}</em>", "<strong>{}</strong>", "**{}**",
-        "*{}*", "`{}`", "[{}](http://example.com/zzurl)", "<a href='http://x.y/zzurl'>{}</a>", "{}"])
+    core, tail = word.rstrip(",.!?"), word[len(word.rstrip(",.!?")) :]
+    wrap = rng.choice(
+        [
+            "<b>{}</b>",
+            "<i>{}</i>",
+            '<span class="x">{}</span>',
+            "<em>{}</em>",
+            "<strong>{}</strong>",
+            "**{}**",
+            "*{}*",
+            "`{}`",
+            "[{}](http://example.com/zzurl)",
+            "<a href='http://x.y/zzurl'>{}</a>",
+            "{}",
+        ]
+    )
     words[i] = wrap.format(core) + tail
     text = " ".join(words)
-    return rng.choice(["{}", "{}", "{}", "- {}", "* {}", "1. {}", "> {}", "<p>{}</p>", "{}<br>", "<div>{}</div>"]).format(text)
+    return rng.choice(
+        ["{}", "{}", "{}", "- {}", "* {}", "1. {}", "> {}", "<p>{}</p>", "{}<br>", "<div>{}</div>"]
+    ).format(text)
 
 
-_BLOCKS = ["<script>zzcode(1); var zzcode = 2;</script>", "<script type='text/javascript'>\nzzcode()\n</script>",
-           "<style>.zzstyle { color: red }</style>", "<!-- zzcomment -->", "<!-- zzcomment\nzzcomment -->",
-           "<br/>", "<hr>", "<p></p>", "\n\n", "\n", "<iframe src='x'>zzcode</iframe>", "<noscript>zzcode</noscript>",
-           '<img src="zzurl.png" alt="x">']
+_BLOCKS = [
+    "<script>zzcode(1); var zzcode = 2;</script>",
+    "<script type='text/javascript'>\nzzcode()\n</script>",
+    "<style>.zzstyle { color: red }</style>",
+    "<!-- zzcomment -->",
+    "<!-- zzcomment\nzzcomment -->",
+    "<br/>",
+    "<hr>",
+    "<p></p>",
+    "\n\n",
+    "\n",
+    "<iframe src='x'>zzcode</iframe>",
+    "<noscript>zzcode</noscript>",
+    '<img src="zzurl.png" alt="x">',
+]
 
 
 def _paragraph_text(rng: random.Random) -> str:
@@ -90,8 +124,12 @@ def _paragraph_text(rng: random.Random) -> str:
         fence = "```\n" + _sentence(rng) + "\n```"
         parts.insert(rng.randrange(len(parts) + 1), "\n" + fence + "\n")
     text = ""
-    for part in parts:      # whitespace between the parts (a block tag glued to text: tested below)
-        text += part if not text or text.endswith("\n") or part.startswith("\n") else rng.choice([" ", " ", "\n"]) + part
+    for part in parts:  # whitespace between the parts (a block tag glued to text: tested below)
+        text += (
+            part
+            if not text or text.endswith("\n") or part.startswith("\n")
+            else rng.choice([" ", " ", "\n"]) + part
+        )
     return text
 
 
@@ -105,10 +143,24 @@ def _tags_text(rng: random.Random) -> tuple[str, set[str]]:
     tags = [_tag(rng) for _ in range(rng.randint(3, 40))]
     text = ""
     for i, tag in enumerate(tags):
-        shown = rng.choice(["{}"] * 6 + ["<b>{}</b>", "**{}**", "<i>{}</i>", "<span>{}</span>"]).format(tag)
+        shown = rng.choice(
+            ["{}"] * 6 + ["<b>{}</b>", "**{}**", "<i>{}</i>", "<span>{}</span>"]
+        ).format(tag)
         if i:
-            text += rng.choice([", "] * 8 + [",", " , ", "; ", " | ", "\n", ",, ", ",<br>", ", <script>zzcode()</script>, ",
-                                             ", <!-- zzcomment -->"])
+            text += rng.choice(
+                [", "] * 8
+                + [
+                    ",",
+                    " , ",
+                    "; ",
+                    " | ",
+                    "\n",
+                    ",, ",
+                    ",<br>",
+                    ", <script>zzcode()</script>, ",
+                    ", <!-- zzcomment -->",
+                ]
+            )
         text += shown
     if rng.random() < 0.2:
         text += rng.choice([",", ", ", ".", "\n"])
@@ -162,18 +214,20 @@ def _paragraph_problem(raw: str, budget: int) -> str | None:
     if out and not re.search(r"[.!?…][\"'”’)\]]*$", out):
         return f"does not end a sentence: {out!r}"
     first = re.split(r"(?<=[.!?])\s", full, maxsplit=1)[0]
-    if count_words(first) > budget:        # not even one sentence fits: cut at a clause or a word
+    if count_words(first) > budget:  # not even one sentence fits: cut at a clause or a word
         core = out.rstrip(".!?")
-        if not full.startswith(core) or full[len(core):len(core) + 1] not in tuple(" ,;:.!?"):
+        if not full.startswith(core) or full[len(core) : len(core) + 1] not in tuple(" ,;:.!?"):
             return f"not cut at a word of the uncut text:\n     cut:  {out!r}\n     full: {full!r}"
-    elif not full.startswith(out) or full[len(out):len(out) + 1] not in ("", " "):
+    elif not full.startswith(out) or full[len(out) : len(out) + 1] not in ("", " "):
         return f"not whole sentences of the uncut text:\n     cut:  {out!r}\n     full: {full!r}"
     if full and not out:
         return "nothing left of a text with words"
     return None
 
 
-@pytest.mark.parametrize("budget", [VIDEO.length.max_words, 60, 30, 15, 6, 2], ids=lambda b: f"max_words={b}")
+@pytest.mark.parametrize(
+    "budget", [VIDEO.length.max_words, 60, 30, 15, 6, 2], ids=lambda b: f"max_words={b}"
+)
 def test_paragraphs_keep_whole_words_and_sentences_within_the_budget_and_no_markup(budget):
     texts = list(_texts(_paragraph_text, base=budget))
     failures = [(raw, why) for _seed, raw in texts if (why := _paragraph_problem(raw, budget))]
@@ -191,8 +245,13 @@ def test_the_generated_paragraphs_exercise_cuts_markup_and_markdown():
 
 def _tags_problem(raw: str, whole: set[str], profile) -> str | None:
     length = profile.length
-    out = clean_output(raw, fmt="tags", max_words=length.max_words, max_encoder_tokens=length.max_encoder_tokens,
-                       encoder=length.encoder).text
+    out = clean_output(
+        raw,
+        fmt="tags",
+        max_words=length.max_words,
+        max_encoder_tokens=length.max_encoder_tokens,
+        encoder=length.encoder,
+    ).text
     full = clean_output(raw, fmt="tags", max_words=10**6).text
     left = _markup_left(out)
     if left:
@@ -216,11 +275,17 @@ def _tags_problem(raw: str, whole: set[str], profile) -> str | None:
 
 def test_sdxl_tags_stay_whole_unrepeated_within_the_budget_and_without_markup():
     texts = list(_texts(_tags_text))
-    failures = [(raw, why) for _seed, (raw, whole) in texts if (why := _tags_problem(raw, whole, SDXL))]
+    failures = [
+        (raw, why) for _seed, (raw, whole) in texts if (why := _tags_problem(raw, whole, SDXL))
+    ]
     assert not failures, _report(_failures(failures), len(texts))
-    cut = sum(clean_output(raw, fmt="tags", max_words=45, max_encoder_tokens=75, encoder="clip-l").truncated
-              for _seed, (raw, _whole) in texts)
-    assert cut > len(texts) // 4, cut            # the budget was reached often enough to matter
+    cut = sum(
+        clean_output(
+            raw, fmt="tags", max_words=45, max_encoder_tokens=75, encoder="clip-l"
+        ).truncated
+        for _seed, (raw, _whole) in texts
+    )
+    assert cut > len(texts) // 4, cut  # the budget was reached often enough to matter
 
 
 # ----------------------------------------------------------------- found by the properties
@@ -229,8 +294,14 @@ def test_sdxl_tags_stay_whole_unrepeated_within_the_budget_and_without_markup():
 def _split_tag_text(rng: random.Random) -> str:
     """Sentences with a tag split by another tag ('<scr<b>ipt>'): one pass of tag removal joins it."""
     sentences = [_sentence(rng) for _ in range(rng.randint(1, 4))]
-    trick = rng.choice(["<scr<b>ipt>zzcode(1)</script>", "<<i>script>zzcode()<</i>/script>",
-                        "<sty<b>le>.zzstyle{}</style>", "<i<b>frame src=x>zzcode</iframe>"])
+    trick = rng.choice(
+        [
+            "<scr<b>ipt>zzcode(1)</script>",
+            "<<i>script>zzcode()<</i>/script>",
+            "<sty<b>le>.zzstyle{}</style>",
+            "<i<b>frame src=x>zzcode</iframe>",
+        ]
+    )
     sentences.insert(rng.randrange(len(sentences) + 1), trick)
     return " ".join(sentences)
 
@@ -240,7 +311,7 @@ def test_a_tag_split_by_another_tag_does_not_survive():
     failures = []
     for _seed, raw in texts:
         out = clean_output(raw, fmt="paragraph", max_words=10**6).text
-        if (why := _markup_left(out)):
+        if why := _markup_left(out):
             failures.append((raw, f"{why} in {out!r}"))
     assert not failures, _report(_failures(failures), len(texts))
 
@@ -249,7 +320,10 @@ def _comment_text(rng: random.Random) -> tuple[str, str]:
     """Unrepeated sentences with a comment that holds an opening <script> or <style> tag between
     them, and the text without the comment."""
     words = rng.sample(WORDS, 24)
-    sentences = [" ".join(words[i:i + 4]).capitalize() + "." for i in range(0, rng.choice([8, 12, 16, 24]), 4)]
+    sentences = [
+        " ".join(words[i : i + 4]).capitalize() + "."
+        for i in range(0, rng.choice([8, 12, 16, 24]), 4)
+    ]
     at = rng.randrange(1, len(sentences)) if len(sentences) > 1 else 1
     comment = rng.choice(["<!-- <script> -->", "<!-- old: <style> -->", "<!--<script src=x>-->"])
     return " ".join(sentences[:at] + [comment] + sentences[at:]), " ".join(sentences)
@@ -271,7 +345,10 @@ _BLOCK_TAGS = ("<p>", "</p><p>", "<div>", "<li>", "<h2>", "<tr><td>", "<td>", "<
 def _glued_block_text(rng: random.Random) -> tuple[str, list[str]]:
     """Unrepeated sentences joined by an opening block tag with no space ("fox.<p>Owl"), and the sentences."""
     words = rng.sample(WORDS, 24)
-    sentences = [" ".join(words[i:i + 4]).capitalize() + "." for i in range(0, rng.choice([8, 12, 16, 24]), 4)]
+    sentences = [
+        " ".join(words[i : i + 4]).capitalize() + "."
+        for i in range(0, rng.choice([8, 12, 16, 24]), 4)
+    ]
     return "".join(s + rng.choice(_BLOCK_TAGS) for s in sentences[:-1]) + sentences[-1], sentences
 
 
@@ -282,6 +359,11 @@ def test_an_opening_block_tag_between_sentences_keeps_them_apart():
         out = clean_output(raw, fmt="paragraph", max_words=10**6).text
         first = clean_output(raw, fmt="paragraph", max_words=5).text
         if out != " ".join(sentences) or first != sentences[0]:
-            failures.append((raw, f"{out!r} and at 5 words {first!r}, expected {' '.join(sentences)!r} and "
-                                  f"{sentences[0]!r}"))
+            failures.append(
+                (
+                    raw,
+                    f"{out!r} and at 5 words {first!r}, expected {' '.join(sentences)!r} and "
+                    f"{sentences[0]!r}",
+                )
+            )
     assert not failures, _report(_failures(failures), len(texts))

@@ -28,17 +28,35 @@ from promptx.cli.main import main
 from promptx.errors import PromptxError
 from promptx.result import EnhancedPrompt
 from tests.reliability import cases as table
-from tests.reliability.cases import (API, BATCH, CASES, CLI, CLI_PROCESS, HTTP, Asset, BatchInvariants, Case, Either,
-                                     Exit, Http, Ok, Raises)
+from tests.reliability.cases import (
+    API,
+    BATCH,
+    CASES,
+    CLI,
+    CLI_PROCESS,
+    HTTP,
+    Asset,
+    BatchInvariants,
+    Case,
+    Either,
+    Exit,
+    Http,
+    Ok,
+    Raises,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-DEADLINE_S = 60           # an in-process call or a request that takes longer is a hang
+DEADLINE_S = 60  # an in-process call or a request that takes longer is a hang
 PROCESS_DEADLINE_S = 120  # a whole `python -m promptx` (imports included) on a busy 2-core machine
 
 
 def _params(cases: list[Case]):
-    return [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=c.xfail)] if c.xfail else [])
-            for c in cases]
+    return [
+        pytest.param(
+            c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=c.xfail)] if c.xfail else []
+        )
+        for c in cases
+    ]
 
 
 # ------------------------------------------------------------------------------- the table
@@ -54,8 +72,13 @@ def test_the_table_has_at_least_100_cases_on_every_surface():
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
     for case in CASES:
         expected = case.expected.options if isinstance(case.expected, Either) else (case.expected,)
-        kinds = {"api": (Raises, Ok), "cli": (Exit,), "cli-process": (Exit,), "batch": (BatchInvariants,),
-                 "http": (Http,)}[case.surface]
+        kinds = {
+            "api": (Raises, Ok),
+            "cli": (Exit,),
+            "cli-process": (Exit,),
+            "batch": (BatchInvariants,),
+            "http": (Http,),
+        }[case.surface]
         assert all(isinstance(e, kinds) for e in expected), case.id
 
 
@@ -84,7 +107,9 @@ def within(seconds: float, work: Callable[[], Any]) -> Any:
 
 def _png(width: int = 96, height: int = 64) -> bytes:
     image = Image.new("RGB", (width, height))
-    image.putdata([((x * 7) % 256, (y * 5) % 256, (x * y) % 256) for y in range(height) for x in range(width)])
+    image.putdata(
+        [((x * 7) % 256, (y * 5) % 256, (x * y) % 256) for y in range(height) for x in range(width)]
+    )
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue()
@@ -130,18 +155,26 @@ def check(expected: Any, run_check: Callable[[Any], None]) -> None:
 
 def _starts_with(text: str, start: str) -> bool:
     """``text`` begins with ``start``, the first letter in either case (clean-up capitalises it)."""
-    return text[:1].lower() == start[:1].lower() and text[1:len(start)] == start[1:]
+    return text[:1].lower() == start[:1].lower() and text[1 : len(start)] == start[1:]
 
 
 def _check_ok_fields(expected: Ok, text: str, skipped: bool, language: str, original: str) -> None:
     if expected.skipped is not None:
-        assert skipped is expected.skipped, f"skipped={skipped}, expected {expected.skipped}: {text[:120]!r}"
+        assert skipped is expected.skipped, (
+            f"skipped={skipped}, expected {expected.skipped}: {text[:120]!r}"
+        )
     if expected.starts_with is not None:
-        assert _starts_with(text, expected.starts_with), f"{text[:120]!r} does not start with {expected.starts_with[:60]!r}"
+        assert _starts_with(text, expected.starts_with), (
+            f"{text[:120]!r} does not start with {expected.starts_with[:60]!r}"
+        )
     if expected.language is not None:
-        assert language == expected.language, f"language {language!r}, expected {expected.language!r}"
+        assert language == expected.language, (
+            f"language {language!r}, expected {expected.language!r}"
+        )
     if expected.original is not None:
-        assert original == expected.original, f"original_prompt {original!r}, expected {expected.original!r}"
+        assert original == expected.original, (
+            f"original_prompt {original!r}, expected {expected.original!r}"
+        )
     for part in expected.absent:
         assert part not in text, f"{part!r} is in the text: {text[:200]!r}"
 
@@ -165,7 +198,9 @@ def _call(enhancer, call, folder: Path):
     if call.method == "stream":
         stream = enhancer.stream(prompt, call.target, **options)
         deltas = list(stream)
-        assert stream.result is not None and "".join(deltas).strip(), "a finished stream has a result and text"
+        assert stream.result is not None and "".join(deltas).strip(), (
+            "a finished stream has a result and text"
+        )
         return stream.result
     raise AssertionError(f"unknown method {call.method}")
 
@@ -173,8 +208,12 @@ def _call(enhancer, call, folder: Path):
 def _check_api(expected, outcome: tuple[str, Any]) -> None:
     kind, value = outcome
     if isinstance(expected, Raises):
-        assert kind == "raised", f"expected {expected.error.__name__}, got a result: {str(value)[:200]!r}"
-        assert isinstance(value, expected.error), f"expected {expected.error.__name__}, got {type(value).__name__}: {value}"
+        assert kind == "raised", (
+            f"expected {expected.error.__name__}, got a result: {str(value)[:200]!r}"
+        )
+        assert isinstance(value, expected.error), (
+            f"expected {expected.error.__name__}, got {type(value).__name__}: {value}"
+        )
         assert expected.match in str(value), f"{expected.match!r} not in {str(value)!r}"
         return
     assert kind == "ok", f"expected a result, got {type(value).__name__}: {value}"
@@ -186,7 +225,9 @@ def _check_api(expected, outcome: tuple[str, Any]) -> None:
         try:
             json.loads(result.model_dump_json())
         except Exception as exc:  # noqa: BLE001 - a result that cannot be sent anywhere
-            raise AssertionError(f"the result does not serialise to JSON: {type(exc).__name__}: {exc}") from None
+            raise AssertionError(
+                f"the result does not serialise to JSON: {type(exc).__name__}: {exc}"
+            ) from None
         assert str(result) == result.text
     if not isinstance(value, list):
         _check_ok_fields(expected, value.text, value.skipped, value.language, value.original_prompt)
@@ -198,16 +239,24 @@ def test_api(case: Case, enhancer, assets):
         outcome = ("ok", within(DEADLINE_S, lambda: _call(enhancer, case.input, assets)))
     except Exception as exc:  # noqa: BLE001 - judged below
         if not isinstance(exc, PromptxError):
-            pytest.fail(f"untyped exception (a traceback for the caller): {type(exc).__name__}: {exc}")
+            pytest.fail(
+                f"untyped exception (a traceback for the caller): {type(exc).__name__}: {exc}"
+            )
         outcome = ("raised", exc)
     check(case.expected, lambda e: _check_api(e, outcome))
 
 
 def test_api_concurrent_calls_are_neither_lost_nor_crossed(enhancer):
     """64 calls from 8 threads on one Enhancer, good and bad mixed: each answer is its own."""
-    prompts = [f"a {colour} {thing} on a hill" for colour in ("red", "blue", "green", "amber")
-               for thing in ("car", "boat", "kite", "tram", "fox", "owl", "bell", "lamp")]
-    jobs = [(p, {"seed": i}, True) if i % 4 else (p, {"seed": -i - 1}, False) for i, p in enumerate(prompts)]
+    prompts = [
+        f"a {colour} {thing} on a hill"
+        for colour in ("red", "blue", "green", "amber")
+        for thing in ("car", "boat", "kite", "tram", "fox", "owl", "bell", "lamp")
+    ]
+    jobs = [
+        (p, {"seed": i}, True) if i % 4 else (p, {"seed": -i - 1}, False)
+        for i, p in enumerate(prompts)
+    ]
     jobs += [(None, {}, False), ("", {}, False), (5, {}, False), ("<b></b>", {}, False)] * 4
 
     def one(job):
@@ -222,7 +271,10 @@ def test_api_concurrent_calls_are_neither_lost_nor_crossed(enhancer):
     for (prompt, options, good), answer in zip(jobs, answers):
         if good:
             assert isinstance(answer, EnhancedPrompt), (prompt, answer)
-            assert answer.original_prompt == prompt and _starts_with(answer.text, prompt), (prompt, answer.text)
+            assert answer.original_prompt == prompt and _starts_with(answer.text, prompt), (
+                prompt,
+                answer.text,
+            )
         else:
             assert isinstance(answer, promptx.InvalidInputError), (prompt, options, answer)
 
@@ -233,10 +285,14 @@ def test_api_concurrent_calls_are_neither_lost_nor_crossed(enhancer):
 def _check_exit(expected: Exit, code: int, stdout: str, stderr: str) -> None:
     assert "Traceback" not in stdout + stderr, stderr[-2000:]
     assert "internal error" not in stderr, stderr[-1000:]
-    assert code == expected.code, f"exit {code}, expected {expected.code}; stderr: {stderr[-600:]!r}"
+    assert code == expected.code, (
+        f"exit {code}, expected {expected.code}; stderr: {stderr[-600:]!r}"
+    )
     lines = [line for line in stderr.splitlines() if line.strip()]
     if expected.kind == "error":
-        assert len(lines) == 1 and lines[0].startswith("promptx: error:"), f"not one error line: {stderr[-600:]!r}"
+        assert len(lines) == 1 and lines[0].startswith("promptx: error:"), (
+            f"not one error line: {stderr[-600:]!r}"
+        )
         assert expected.needle in lines[0], f"{expected.needle!r} not in {lines[0]!r}"
     elif expected.kind == "usage":
         assert "Error:" in stderr and expected.needle in stderr, stderr[-600:]
@@ -260,11 +316,19 @@ def test_cli(case: Case, assets):
 def test_cli_process(case: Case, assets):
     args = [a if isinstance(a, bytes) else str(a) for a in resolve(case.input.args, assets)]
     try:
-        done = subprocess.run([sys.executable, "-m", "promptx", *args], input=case.input.stdin or b"",
-                              capture_output=True, timeout=PROCESS_DEADLINE_S, cwd=ROOT)
+        done = subprocess.run(
+            [sys.executable, "-m", "promptx", *args],
+            input=case.input.stdin or b"",
+            capture_output=True,
+            timeout=PROCESS_DEADLINE_S,
+            cwd=ROOT,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"hang: python -m promptx did not end within {PROCESS_DEADLINE_S} s")
-    stdout, stderr = (done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
+    stdout, stderr = (
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+    )
     check(case.expected, lambda e: _check_exit(e, done.returncode, stdout, stderr))
 
 
@@ -292,11 +356,15 @@ def _check_batch(case: Case, code: int, stdout: str, stderr: str, out: Path | No
     expected: BatchInvariants = case.expected
     assert "Traceback" not in stdout + stderr, stderr[-2000:]
     assert "internal error" not in stderr, stderr[-1000:]
-    assert code in expected.exits, f"exit {code}, expected one of {expected.exits}; stderr: {stderr[-600:]!r}"
+    assert code in expected.exits, (
+        f"exit {code}, expected one of {expected.exits}; stderr: {stderr[-600:]!r}"
+    )
     lines = [line for line in stderr.splitlines() if line.strip()]
     if table.BATCH_TIGHT and code != 2:
-        assert (code == 1) == expected.stops, f"exit {code}: the run {'should' if expected.stops else 'should not'} stop"
-    if code == 1:               # the run stopped: one error line that names the file or line
+        assert (code == 1) == expected.stops, (
+            f"exit {code}: the run {'should' if expected.stops else 'should not'} stop"
+        )
+    if code == 1:  # the run stopped: one error line that names the file or line
         assert lines and lines[-1].startswith("promptx: error:"), stderr[-600:]
         if expected.names:
             assert expected.names in lines[-1], f"{expected.names!r} not in {lines[-1]!r}"
@@ -307,16 +375,21 @@ def _check_batch(case: Case, code: int, stdout: str, stderr: str, out: Path | No
     written = out.read_bytes().decode("utf-8") if out is not None else stdout
     rows = _output_rows(written)
     ids = [str(r["id"]) for r in rows]
-    assert len(ids) == len(set(ids)), f"an id written twice: {sorted(i for i in set(ids) if ids.count(i) > 1)}"
+    assert len(ids) == len(set(ids)), (
+        f"an id written twice: {sorted(i for i in set(ids) if ids.count(i) > 1)}"
+    )
     assert len(rows) == _input_lines(case.input.content), (
-        f"{_input_lines(case.input.content)} input lines, {len(rows)} output lines")
+        f"{_input_lines(case.input.content)} input lines, {len(rows)} output lines"
+    )
     if table.BATCH_TIGHT:
         errors = [r for r in rows if "error" in r]
         assert len(errors) == expected.error_rows, errors
         for row in errors:
             assert set(row) == {"id", "error"} and set(row["error"]) >= {"type", "message"}, row
             assert row["error"]["message"], row
-        assert code == (3 if expected.error_rows else 0), f"exit {code} with {len(errors)} error lines"
+        assert code == (3 if expected.error_rows else 0), (
+            f"exit {code} with {len(errors)} error lines"
+        )
 
 
 @pytest.mark.parametrize("case", _params(BATCH))
@@ -330,12 +403,20 @@ def test_batch(case: Case, assets, tmp_path):
     out = None if spec.output is None else (source if spec.same_output else tmp_path / spec.output)
     if spec.existing_output is not None:
         out.write_bytes(spec.existing_output)
-    args = ["enhance", "--file", str(source), *spec.args] + (["--output", str(out)] if out is not None else [])
+    args = ["enhance", "--file", str(source), *spec.args] + (
+        ["--output", str(out)] if out is not None else []
+    )
     for _ in range(spec.runs):
         result = within(DEADLINE_S, lambda: CliRunner().invoke(main, args))
         escaped = result.exception if not isinstance(result.exception, SystemExit) else None
         assert escaped is None, f"an exception escaped the CLI: {type(escaped).__name__}: {escaped}"
-        _check_batch(case, result.exit_code, result.stdout, result.stderr, None if out is None or out.is_dir() else out)
+        _check_batch(
+            case,
+            result.exit_code,
+            result.stdout,
+            result.stderr,
+            None if out is None or out.is_dir() else out,
+        )
 
 
 # ------------------------------------------------------------------------------------ HTTP
@@ -346,8 +427,14 @@ def server(model_dir):
     pytest.importorskip("fastapi")
     from tests.promptx.servers import ServerProcess
 
-    process = ServerProcess("--dtype", "float32", "--max-prompt-chars", str(table.SERVER_MAX_PROMPT_CHARS),
-                            "--max-body-bytes", str(table.SERVER_MAX_BODY_BYTES)).start()
+    process = ServerProcess(
+        "--dtype",
+        "float32",
+        "--max-prompt-chars",
+        str(table.SERVER_MAX_PROMPT_CHARS),
+        "--max-body-bytes",
+        str(table.SERVER_MAX_BODY_BYTES),
+    ).start()
     yield process
     assert process.stop() == 0, process.output()[-3000:]
 
@@ -355,8 +442,13 @@ def server(model_dir):
 def _send(server, request) -> httpx.Response:
     headers = {"content-type": request.content_type} if request.content_type else {}
     try:
-        return httpx.request(request.method, server.url + request.path, content=request.body, headers=headers,
-                             timeout=DEADLINE_S)
+        return httpx.request(
+            request.method,
+            server.url + request.path,
+            content=request.body,
+            headers=headers,
+            timeout=DEADLINE_S,
+        )
     except httpx.TimeoutException:
         pytest.fail(f"hang: {request.method} {request.path} had no answer within {DEADLINE_S} s")
 
@@ -364,20 +456,38 @@ def _send(server, request) -> httpx.Response:
 def _check_http(expected: Http, response: httpx.Response) -> None:
     status = response.status_code
     assert status < 500, f"{status} (a server error): {response.text[:300]!r}"
-    assert status == expected.status, f"{status}, expected {expected.status}: {response.text[:300]!r}"
+    assert status == expected.status, (
+        f"{status}, expected {expected.status}: {response.text[:300]!r}"
+    )
     try:
         payload = response.json()
     except ValueError:
         raise AssertionError(f"the answer is not JSON: {response.text[:300]!r}") from None
     if status >= 400:
-        assert isinstance(payload, dict) and set(payload) == {"error"}, f"not the error shape: {payload!r:.300}"
+        assert isinstance(payload, dict) and set(payload) == {"error"}, (
+            f"not the error shape: {payload!r:.300}"
+        )
         error = payload["error"]
-        assert isinstance(error.get("type"), str) and isinstance(error.get("message"), str) and error["message"], error
+        assert (
+            isinstance(error.get("type"), str)
+            and isinstance(error.get("message"), str)
+            and error["message"]
+        ), error
         if expected.type is not None:
-            assert error["type"] == expected.type, f"type {error['type']!r}, expected {expected.type!r}: {error}"
-        assert expected.needle in error["message"], f"{expected.needle!r} not in {error['message']!r}"
+            assert error["type"] == expected.type, (
+                f"type {error['type']!r}, expected {expected.type!r}: {error}"
+            )
+        assert expected.needle in error["message"], (
+            f"{expected.needle!r} not in {error['message']!r}"
+        )
     elif expected.ok is not None:
-        _check_ok_fields(expected.ok, payload["text"], payload["skipped"], payload["language"], payload["original_prompt"])
+        _check_ok_fields(
+            expected.ok,
+            payload["text"],
+            payload["skipped"],
+            payload["language"],
+            payload["original_prompt"],
+        )
 
 
 @pytest.mark.parametrize("case", _params(HTTP))
@@ -386,18 +496,31 @@ def test_http(case: Case, server):
     try:
         check(case.expected, lambda e: _check_http(e, response))
     finally:
-        assert httpx.get(server.url + "/health", timeout=DEADLINE_S).status_code == 200, "the server stopped serving"
+        assert httpx.get(server.url + "/health", timeout=DEADLINE_S).status_code == 200, (
+            "the server stopped serving"
+        )
 
 
 def test_http_concurrent_requests_are_neither_lost_nor_crossed(server):
     """48 requests from 12 threads, good and bad interleaved: each answer is about its own prompt."""
-    goods = [f"a {colour} {thing} by the sea" for colour in ("red", "blue", "grey") for thing in
-             ("car", "boat", "kite", "tram", "fox", "owl", "bell", "lamp")]
-    bads = [{"seed": True}, {"force": "yes"}, {"temperature": "hot"}, {"target": "nosuch"}, {"colour": "red"},
-            {"strength": "heavy"}]
-    jobs = []                     # (body, good)
+    goods = [
+        f"a {colour} {thing} by the sea"
+        for colour in ("red", "blue", "grey")
+        for thing in ("car", "boat", "kite", "tram", "fox", "owl", "bell", "lamp")
+    ]
+    bads = [
+        {"seed": True},
+        {"force": "yes"},
+        {"temperature": "hot"},
+        {"target": "nosuch"},
+        {"colour": "red"},
+        {"strength": "heavy"},
+    ]
+    jobs = []  # (body, good)
     for i, prompt in enumerate(goods):
-        jobs.append(({"prompt": prompt, "seed": i, "target": ("video", "sdxl", "image")[i % 3]}, True))
+        jobs.append(
+            ({"prompt": prompt, "seed": i, "target": ("video", "sdxl", "image")[i % 3]}, True)
+        )
         jobs.append(({"prompt": prompt, **bads[i % len(bads)]}, False))
 
     def one(job):
@@ -408,10 +531,14 @@ def test_http_concurrent_requests_are_neither_lost_nor_crossed(server):
     assert len(answers) == len(jobs) == 48
     for (body, good), answer in zip(jobs, answers):
         if not good:
-            assert answer.status_code == 400 and set(answer.json()) == {"error"}, (body, answer.text[:200])
+            assert answer.status_code == 400 and set(answer.json()) == {"error"}, (
+                body,
+                answer.text[:200],
+            )
             continue
         assert answer.status_code == 200, (body, answer.text[:200])
         result = answer.json()
-        assert result["original_prompt"] == body["prompt"] and _starts_with(result["text"], body["prompt"]), (
-            body, result["text"][:120])
+        assert result["original_prompt"] == body["prompt"] and _starts_with(
+            result["text"], body["prompt"]
+        ), (body, result["text"][:120])
     assert httpx.get(server.url + "/health", timeout=DEADLINE_S).status_code == 200

@@ -20,7 +20,12 @@ GUIDE = ROOT.parent / "shared" / "blind-guide.md"
 
 TASKS = ("t2v", "t2i", "i2v", "i2i")
 IMAGE_TASKS = ("i2v", "i2i")
-GENERATORS = {"t2v": "text-to-video", "t2i": "text-to-image", "i2v": "image-to-video", "i2i": "image-to-image"}
+GENERATORS = {
+    "t2v": "text-to-video",
+    "t2i": "text-to-image",
+    "i2v": "image-to-video",
+    "i2i": "image-to-image",
+}
 DEFAULT_TARGETS = {"t2v": "video", "t2i": "image", "i2v": "image-to-video", "i2i": "image-to-image"}
 
 

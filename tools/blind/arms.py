@@ -13,7 +13,7 @@ from typing import Any
 from . import BlindError
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-RESERVED = ("gpt4o", "wan")      # the reference sources
+RESERVED = ("gpt4o", "wan")  # the reference sources
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,9 @@ def reference_texts(prompts: dict[str, dict], data: Path) -> list[tuple[str, str
     for row in vbench:
         line = row["line"]
         if not (1 <= line <= len(shorts) and shorts[line - 1].strip() == row["prompt"]):
-            raise BlindError(f"prompt {row['id']}: line {line} of {VBENCH} is not {row['prompt']!r}")
+            raise BlindError(
+                f"prompt {row['id']}: line {line} of {VBENCH} is not {row['prompt']!r}"
+            )
         found += [(row["id"], name, text) for name, text in sorted(refs.get(line, {}).items())]
     return found
 
@@ -76,8 +78,13 @@ def opaque_ids(n: int, rng: random.Random) -> list[str]:
 
 def shown(item: dict, prompt: dict) -> dict:
     """What a reader sees of an item."""
-    row = {"id": item["id"], "task": item["task"], "generator": GENERATORS[item["task"]],
-           "short": prompt["prompt"], "enhanced": item["text"]}
+    row = {
+        "id": item["id"],
+        "task": item["task"],
+        "generator": GENERATORS[item["task"]],
+        "short": prompt["prompt"],
+        "enhanced": item["text"],
+    }
     if item["task"] in IMAGE_TASKS and prompt.get("image"):
         row["image"] = prompt["image"]
     return row
@@ -89,20 +96,32 @@ def guide_text(guide: Path, parts: int, readers: int) -> str:
         text = guide.read_text(encoding="utf-8").rstrip()
     except OSError:
         raise BlindError(f"cannot read the guide {guide} (give it with --guide)") from None
-    return (f"{text}\n\n## This reading\n\nRead batches/part-K.jsonl (K = 1..{parts}; each line: id, task, generator, "
-            f"short, enhanced, image for image tasks) and write one label per item, in the format above, to "
-            f"labels/part-K.<reader>.jsonl in the reading's folder ({readers} readers per part, each their own "
-            f"<reader> name, e.g. r1, r2).\n")
+    return (
+        f"{text}\n\n## This reading\n\nRead batches/part-K.jsonl (K = 1..{parts}; each line: id, task, generator, "
+        f"short, enhanced, image for image tasks) and write one label per item, in the format above, to "
+        f"labels/part-K.<reader>.jsonl in the reading's folder ({readers} readers per part, each their own "
+        f"<reader> name, e.g. r1, r2).\n"
+    )
 
 
-def batches(run: Path, *, readers: int = 2, parts: int = 1, seed: int = 0, data: Path, guide: Path = GUIDE,
-            force: bool = False) -> list[dict]:
+def batches(
+    run: Path,
+    *,
+    readers: int = 2,
+    parts: int = 1,
+    seed: int = 0,
+    data: Path,
+    guide: Path = GUIDE,
+    force: bool = False,
+) -> list[dict]:
     """Write the parts, GUIDE.md and key.jsonl; the key rows."""
     if parts < 1 or readers < 1:
         raise BlindError("--parts and --readers must be >= 1")
     labels = sorted((run / "labels").glob("*.jsonl")) if (run / "labels").is_dir() else []
     if labels and not force:
-        raise BlindError(f"{run / 'labels'} has labels already; new batches would change every id (--force to redo)")
+        raise BlindError(
+            f"{run / 'labels'} has labels already; new batches would change every id (--force to redo)"
+        )
     if not (run / "prompts.jsonl").exists():
         raise BlindError(f"no {run / 'prompts.jsonl'}: run 'draw' first")
     prompts = {r["id"]: r for r in jsonl.read(run / "prompts.jsonl")}
@@ -116,10 +135,18 @@ def batches(run: Path, *, readers: int = 2, parts: int = 1, seed: int = 0, data:
         old.unlink()
     key = []
     for k in range(parts):
-        chunk = items[k * len(items) // parts: (k + 1) * len(items) // parts]
+        chunk = items[k * len(items) // parts : (k + 1) * len(items) // parts]
         jsonl.write(out / f"part-{k + 1}.jsonl", [shown(i, prompts[i["prompt_id"]]) for i in chunk])
-        key += [{"id": i["id"], "sources": i["sources"], "prompt_id": i["prompt_id"], "task": i["task"],
-                 "part": k + 1} for i in chunk]
+        key += [
+            {
+                "id": i["id"],
+                "sources": i["sources"],
+                "prompt_id": i["prompt_id"],
+                "task": i["task"],
+                "part": k + 1,
+            }
+            for i in chunk
+        ]
     (out / "GUIDE.md").write_text(guide_text(guide, parts, readers), encoding="utf-8")
     jsonl.write(run / "key.jsonl", key)
     (run / "labels").mkdir(exist_ok=True)

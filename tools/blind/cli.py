@@ -16,26 +16,42 @@ from . import DEFAULT_DATA, DEFAULT_REGISTRY, GUIDE, TASKS, BlindError
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command."""
-    parser = argparse.ArgumentParser(prog="python -m tools.blind", description="Blind reading of enhanced prompts.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.blind", description="Blind reading of enhanced prompts."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     draw = commands.add_parser("draw", help="draw fresh prompts into RUN_DIR/prompts.jsonl")
     draw.add_argument("--out", type=Path, required=True, help="the reading's folder (RUN_DIR)")
     draw.add_argument("--seed", type=int, default=0)
     for task in TASKS:
-        draw.add_argument(f"--n-{task}", type=int, default=0, metavar="N", help=f"{task} prompts to draw")
-    draw.add_argument("--prompts", type=Path, help="a JSON Lines file of prompts (prompt, task[, image]) to use "
-                                                   "instead of drawing; refused if any is used")
-    draw.add_argument("--min-vbench", type=float, default=0.5,
-                      help="least share of t2v prompts from vbench_all_dimension.txt (with references)")
+        draw.add_argument(
+            f"--n-{task}", type=int, default=0, metavar="N", help=f"{task} prompts to draw"
+        )
+    draw.add_argument(
+        "--prompts",
+        type=Path,
+        help="a JSON Lines file of prompts (prompt, task[, image]) to use "
+        "instead of drawing; refused if any is used",
+    )
+    draw.add_argument(
+        "--min-vbench",
+        type=float,
+        default=0.5,
+        help="least share of t2v prompts from vbench_all_dimension.txt (with references)",
+    )
     draw.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the shared data folder")
-    draw.add_argument("--registry", type=Path, default=DEFAULT_REGISTRY, help="the registry of drawn prompts")
+    draw.add_argument(
+        "--registry", type=Path, default=DEFAULT_REGISTRY, help="the registry of drawn prompts"
+    )
 
     enhance = commands.add_parser("enhance", help="enhance the prompts with each arm")
     enhance.add_argument("run", type=Path)
     enhance.add_argument("--arm", action="append", required=True, metavar="NAME[:key=value,...]")
     for task in TASKS:
-        enhance.add_argument(f"--target-{task}", metavar="TARGET", help=f"target for {task} prompts")
+        enhance.add_argument(
+            f"--target-{task}", metavar="TARGET", help=f"target for {task} prompts"
+        )
 
     batches = commands.add_parser("batches", help="pool, blind and split the texts for readers")
     batches.add_argument("run", type=Path)
@@ -50,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("run", type=Path)
     score.add_argument("--json", action="store_true", help="print JSON instead of the table")
 
-    refs = commands.add_parser("refs", help="how the reference files align with vbench_all_dimension.txt")
+    refs = commands.add_parser(
+        "refs", help="how the reference files align with vbench_all_dimension.txt"
+    )
     refs.add_argument("--data", type=Path, default=DEFAULT_DATA)
     return parser
 
@@ -63,8 +81,15 @@ def run_draw(args) -> None:
         raise BlindError("counts must be >= 0")
     if args.prompts is None and not any(counts.values()):
         raise BlindError("give --n-t2v/--n-t2i/--n-i2v/--n-i2i or --prompts")
-    rows = draw(args.out, counts, seed=args.seed, data=args.data, registry=args.registry, prompts=args.prompts,
-                min_vbench=args.min_vbench)
+    rows = draw(
+        args.out,
+        counts,
+        seed=args.seed,
+        data=args.data,
+        registry=args.registry,
+        prompts=args.prompts,
+        min_vbench=args.min_vbench,
+    )
     by = {}
     for r in rows:
         by.setdefault((r["task"], r["source"]), 0)
@@ -80,15 +105,26 @@ def run_enhance(args) -> None:
 
     targets = {t: getattr(args, f"target_{t}") for t in TASKS if getattr(args, f"target_{t}")}
     for arm, s in enhance(args.run, parse_all(args.arm), targets).items():
-        print(f"{arm}: {s['n']} outputs, median latency {s['median_latency_s']} s, fallbacks {s['fallbacks']}")
+        print(
+            f"{arm}: {s['n']} outputs, median latency {s['median_latency_s']} s, fallbacks {s['fallbacks']}"
+        )
 
 
 def run_batches(args) -> None:
     from .batches import batches
 
-    key = batches(args.run, readers=args.readers, parts=args.parts, seed=args.seed, data=args.data,
-                  guide=args.guide, force=args.force)
-    print(f"wrote {len(key)} items in {args.parts} part(s) to {args.run / 'batches'}; key in {args.run / 'key.jsonl'}")
+    key = batches(
+        args.run,
+        readers=args.readers,
+        parts=args.parts,
+        seed=args.seed,
+        data=args.data,
+        guide=args.guide,
+        force=args.force,
+    )
+    print(
+        f"wrote {len(key)} items in {args.parts} part(s) to {args.run / 'batches'}; key in {args.run / 'key.jsonl'}"
+    )
 
 
 def run_score(args) -> None:
@@ -106,8 +142,13 @@ def run_refs(args) -> None:
     print(json.dumps(report(args.data), indent=1))
 
 
-COMMANDS = {"draw": run_draw, "enhance": run_enhance, "batches": run_batches, "score": run_score, "refs": run_refs}
-
+COMMANDS = {
+    "draw": run_draw,
+    "enhance": run_enhance,
+    "batches": run_batches,
+    "score": run_score,
+    "refs": run_refs,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,19 +58,28 @@ def proportional(n: int, sizes: dict[str, int], rng: random.Random) -> dict[str,
     return share
 
 
-def allocate(n: int, sizes: dict[str, int], rng: random.Random,
-             minimum: dict[str, int] | None = None) -> dict[str, int]:
+def allocate(
+    n: int, sizes: dict[str, int], rng: random.Random, minimum: dict[str, int] | None = None
+) -> dict[str, int]:
     """Proportional shares of ``n``; a source whose share falls below its ``minimum`` gets the minimum and the
     others split the rest."""
     share = proportional(n, sizes, rng)
-    low = {s: min(k, sizes[s], n) for s, k in (minimum or {}).items() if s in sizes and share[s] < min(k, sizes[s], n)}
+    low = {
+        s: min(k, sizes[s], n)
+        for s, k in (minimum or {}).items()
+        if s in sizes and share[s] < min(k, sizes[s], n)
+    }
     if not low:
         return share
-    rest = proportional(n - sum(low.values()), {s: k for s, k in sizes.items() if s not in low}, rng)
+    rest = proportional(
+        n - sum(low.values()), {s: k for s, k in sizes.items() if s not in low}, rng
+    )
     return {s: low.get(s, rest.get(s, 0)) for s in sizes}
 
 
-def draw_task(task: str, n: int, data: Path, used: set[str], seed: int, min_vbench: float) -> list[Candidate]:
+def draw_task(
+    task: str, n: int, data: Path, used: set[str], seed: int, min_vbench: float
+) -> list[Candidate]:
     """``n`` fresh prompts of ``task`` (fewer, with a warning, for an image task that has fewer)."""
     if n <= 0:
         return []
@@ -79,13 +88,20 @@ def draw_task(task: str, n: int, data: Path, used: set[str], seed: int, min_vben
     if available < n:
         if task not in IMAGE_TASKS:
             raise BlindError(f"only {available} fresh {task} prompts left, {n} asked")
-        print(f"blind: {task}: only {available} fresh prompts with an existing image ({n} asked); drawing "
-              f"{available}", file=sys.stderr)
+        print(
+            f"blind: {task}: only {available} fresh prompts with an existing image ({n} asked); drawing "
+            f"{available}",
+            file=sys.stderr,
+        )
         n = available
     rng = random.Random(f"{seed}:{task}")
     minimum = {VBENCH: math.ceil(min_vbench * n)} if task == "t2v" else {}
     shares = allocate(n, {s: len(v) for s, v in pool.items()}, rng, minimum)
-    return [c for s, found in pool.items() for c in sorted(rng.sample(found, shares[s]), key=lambda c: c.line)]
+    return [
+        c
+        for s, found in pool.items()
+        for c in sorted(rng.sample(found, shares[s]), key=lambda c: c.line)
+    ]
 
 
 def given(path: Path, used: set[str]) -> list[Candidate]:
@@ -95,7 +111,9 @@ def given(path: Path, used: set[str]) -> list[Candidate]:
     for number, row in jsonl.rows(path):
         prompt, task = str(row.get("prompt", "")).strip(), tasks.get(str(row.get("task", "")))
         if not prompt or task is None:
-            problems.append(f"{path}:{number}: needs 'prompt' and 'task' (one of {', '.join(TASKS)})")
+            problems.append(
+                f"{path}:{number}: needs 'prompt' and 'task' (one of {', '.join(TASKS)})"
+            )
         elif normal(prompt) in used:
             problems.append(f"{path}:{number}: used prompt: {prompt}")
         elif normal(prompt) in seen:
@@ -105,8 +123,16 @@ def given(path: Path, used: set[str]) -> list[Candidate]:
         else:
             seen.add(normal(prompt))
             line = row["line"] if isinstance(row.get("line"), int) else number
-            chosen.append(Candidate(task, str(row.get("source", path.name)), line, prompt,
-                                    row.get("image"), row.get("caption")))
+            chosen.append(
+                Candidate(
+                    task,
+                    str(row.get("source", path.name)),
+                    line,
+                    prompt,
+                    row.get("image"),
+                    row.get("caption"),
+                )
+            )
     if problems:
         raise BlindError(f"{len(problems)} prompt(s) of {path} refused:\n" + "\n".join(problems))
     return chosen
@@ -123,13 +149,37 @@ def numbered(chosen: list[Candidate]) -> list[dict]:
 
 def record(registry: Path, rows: list[dict], run: Path) -> None:
     """Append the drawn prompts to the registry of used prompts."""
-    where = str(run.resolve().relative_to(ROOT)) if run.resolve().is_relative_to(ROOT) else str(run.resolve())
-    jsonl.append(registry, ({"prompt": r["prompt"], "task": r["task"], "source": r["source"], "line": r["line"],
-                             "run": where, "id": r["id"]} for r in rows))
+    where = (
+        str(run.resolve().relative_to(ROOT))
+        if run.resolve().is_relative_to(ROOT)
+        else str(run.resolve())
+    )
+    jsonl.append(
+        registry,
+        (
+            {
+                "prompt": r["prompt"],
+                "task": r["task"],
+                "source": r["source"],
+                "line": r["line"],
+                "run": where,
+                "id": r["id"],
+            }
+            for r in rows
+        ),
+    )
 
 
-def draw(run: Path, counts: dict[str, int], *, seed: int, data: Path, registry: Path,
-         prompts: Path | None = None, min_vbench: float = 0.5) -> list[dict]:
+def draw(
+    run: Path,
+    counts: dict[str, int],
+    *,
+    seed: int,
+    data: Path,
+    registry: Path,
+    prompts: Path | None = None,
+    min_vbench: float = 0.5,
+) -> list[dict]:
     """Draw (or take ``prompts``), write RUN_DIR/prompts.jsonl and record the prompts; the rows written."""
     out = run / "prompts.jsonl"
     if out.exists():
@@ -138,7 +188,11 @@ def draw(run: Path, counts: dict[str, int], *, seed: int, data: Path, registry: 
     if prompts is not None:
         chosen = given(prompts, used)
     else:
-        chosen = [c for task in TASKS for c in draw_task(task, counts.get(task, 0), data, used, seed, min_vbench)]
+        chosen = [
+            c
+            for task in TASKS
+            for c in draw_task(task, counts.get(task, 0), data, used, seed, min_vbench)
+        ]
     if not chosen:
         raise BlindError("nothing to draw")
     rows = numbered(chosen)

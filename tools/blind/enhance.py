@@ -41,8 +41,10 @@ def done_ids(path: Path, arm: Arm) -> set[str]:
     rows = jsonl.read(path)
     other = {jsonl.dumps(r.get("options", {})) for r in rows} - {jsonl.dumps(arm.options)}
     if other:
-        raise BlindError(f"{path} was written with other options ({', '.join(sorted(other))}); "
-                         f"name this arm differently")
+        raise BlindError(
+            f"{path} was written with other options ({', '.join(sorted(other))}); "
+            f"name this arm differently"
+        )
     return {r["id"] for r in rows}
 
 
@@ -70,12 +72,23 @@ def one(enhancer, row: dict, arm: Arm, target: str) -> dict:
     except PromptxError as exc:
         raise BlindError(f"arm {arm.name!r}, prompt {row['id']}: {exc}") from None
     latency = time.perf_counter() - start
-    return {"id": row["id"], "arm": arm.name, "task": row["task"], "target": target, "prompt": row["prompt"],
-            "text": result.text, "fallback": bool(result.fallback), "latency_s": round(latency, 4),
-            "added": jsonable(getattr(result, "added", None)), "options": arm.options}
+    return {
+        "id": row["id"],
+        "arm": arm.name,
+        "task": row["task"],
+        "target": target,
+        "prompt": row["prompt"],
+        "text": result.text,
+        "fallback": bool(result.fallback),
+        "latency_s": round(latency, 4),
+        "added": jsonable(getattr(result, "added", None)),
+        "options": arm.options,
+    }
 
 
-def enhance(run: Path, arms: list[Arm], targets: dict[str, str] | None = None, enhancer=None) -> dict[str, dict]:
+def enhance(
+    run: Path, arms: list[Arm], targets: dict[str, str] | None = None, enhancer=None
+) -> dict[str, dict]:
     """Enhance RUN_DIR's prompts with every arm; per arm: n, median latency, fallbacks (of its whole file)."""
     prompts = jsonl.read(run / "prompts.jsonl") if (run / "prompts.jsonl").exists() else None
     if prompts is None:
@@ -101,5 +114,8 @@ def enhance(run: Path, arms: list[Arm], targets: dict[str, str] | None = None, e
 def stats(rows: list[dict]) -> dict:
     """n, median latency (s) and fallbacks of an arm's rows."""
     latencies = [r["latency_s"] for r in rows]
-    return {"n": len(rows), "median_latency_s": round(statistics.median(latencies), 3) if latencies else None,
-            "fallbacks": sum(bool(r["fallback"]) for r in rows)}
+    return {
+        "n": len(rows),
+        "median_latency_s": round(statistics.median(latencies), 3) if latencies else None,
+        "fallbacks": sum(bool(r["fallback"]) for r in rows),
+    }

@@ -91,7 +91,8 @@ def read_labels(folder: Path, known: set[str]) -> tuple[dict[str, list[Label]], 
             if warning(row):
                 warnings.append(f"{path.name}:{number}: {warning(row)}")
             labels.setdefault(row["id"], []).append(
-                Label(reader, row["faithful"], tuple(row.get("problems", [])), row["quality"]))
+                Label(reader, row["faithful"], tuple(row.get("problems", [])), row["quality"])
+            )
     if errors:
         raise BlindError(f"{len(errors)} bad label row(s):\n" + "\n".join(errors))
     return labels, warnings

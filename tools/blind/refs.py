@@ -29,7 +29,10 @@ from pathlib import Path
 
 from .sources import VBENCH, lines_of
 
-FILES = {"gpt4o": "vbench_all_dimension_gpt4o_longer.txt", "wan": "vbench_all_dimension_wan_extended.txt"}
+FILES = {
+    "gpt4o": "vbench_all_dimension_gpt4o_longer.txt",
+    "wan": "vbench_all_dimension_wan_extended.txt",
+}
 SPAN = 3
 WINDOW = 5
 AGREE = 0.6
@@ -48,7 +51,11 @@ def coverage(short: frozenset[str], long: frozenset[str]) -> float:
 
 def best_offset(j: int, shorts: list[frozenset[str]], long: frozenset[str]) -> int | None:
     """The shift d (|d| <= SPAN) whose short prompt j + d the reference line j covers best."""
-    scored = [(coverage(shorts[j + d], long), -abs(d), d) for d in range(-SPAN, SPAN + 1) if 0 <= j + d < len(shorts)]
+    scored = [
+        (coverage(shorts[j + d], long), -abs(d), d)
+        for d in range(-SPAN, SPAN + 1)
+        if 0 <= j + d < len(shorts)
+    ]
     best = max(scored, default=None)
     return None if best is None or best[0] == 0 else best[2]
 
@@ -65,9 +72,9 @@ def align(shorts: list[str], longs: list[str]) -> tuple[dict[int, int], Counter]
     found: dict[int, int] = {}
     why: Counter = Counter()
     for j, text in enumerate(longs):
-        window = [d for d in offsets[max(0, j - WINDOW): j + WINDOW + 1] if d is not None]
+        window = [d for d in offsets[max(0, j - WINDOW) : j + WINDOW + 1] if d is not None]
         common = Counter(window).most_common(1)
-        if not common or common[0][1] < AGREE * len(offsets[max(0, j - WINDOW): j + WINDOW + 1]):
+        if not common or common[0][1] < AGREE * len(offsets[max(0, j - WINDOW) : j + WINDOW + 1]):
             why["no agreed offset"] += 1
         elif not 0 <= j + common[0][0] < len(shorts):
             why["past the end"] += 1
@@ -97,8 +104,14 @@ def _aligned(data: Path) -> tuple[dict[int, dict[str, str]], dict[str, dict]]:
         for j, i in found.items():
             by_line.setdefault(i + 1, {})[name] = longs[j].strip()
         shifted = sum(1 for j, i in found.items() if i != j)
-        summary[name] = {"file": file, "lines": len(longs), "short_lines": len(shorts), "aligned": len(found),
-                         "shifted": shifted, "dropped": dict(why)}
+        summary[name] = {
+            "file": file,
+            "lines": len(longs),
+            "short_lines": len(shorts),
+            "aligned": len(found),
+            "shifted": shifted,
+            "dropped": dict(why),
+        }
     return by_line, summary
 
 

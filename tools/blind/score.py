@@ -38,11 +38,18 @@ def group_stats(items: list[list[Label]]) -> dict:
     """n, flaw rates, mean quality and problem counts of some labelled items."""
     n = len(items)
     flawed_any = sum(any(not lb.faithful for lb in labels) for labels in items)
-    flawed_majority = sum(sum(not lb.faithful for lb in labels) * 2 > len(labels) for labels in items)
-    return {"n": n, "flawed_any_pct": round(100 * flawed_any / n, 1),
-            "flawed_majority_pct": round(100 * flawed_majority / n, 1),
-            "quality": round(float(mean(lb.quality for labels in items for lb in labels)), 2),
-            "problems": {p: sum(any(p in lb.problems for lb in labels) for labels in items) for p in PROBLEMS}}
+    flawed_majority = sum(
+        sum(not lb.faithful for lb in labels) * 2 > len(labels) for labels in items
+    )
+    return {
+        "n": n,
+        "flawed_any_pct": round(100 * flawed_any / n, 1),
+        "flawed_majority_pct": round(100 * flawed_majority / n, 1),
+        "quality": round(float(mean(lb.quality for labels in items for lb in labels)), 2),
+        "problems": {
+            p: sum(any(p in lb.problems for lb in labels) for labels in items) for p in PROBLEMS
+        },
+    }
 
 
 def agreement(items: list[list[Label]]) -> dict:
@@ -54,11 +61,17 @@ def agreement(items: list[list[Label]]) -> dict:
             by_pair.setdefault((a.reader, b.reader), []).append((a.faithful, b.faithful))
             differences.append(abs(a.quality - b.quality))
     kappas = [k for k in (kappa(p) for p in by_pair.values()) if k is not None]
-    return {"items": len(items),
-            "faithful_agree_pct": round(100 * mean(len({lb.faithful for lb in labels}) == 1 for labels in items), 1)
-            if items else None,
-            "kappa": round(mean(kappas), 3) if kappas else None, "reader_pairs": len(by_pair),
-            "quality_abs_diff": round(mean(differences), 2) if differences else None}
+    return {
+        "items": len(items),
+        "faithful_agree_pct": round(
+            100 * mean(len({lb.faithful for lb in labels}) == 1 for labels in items), 1
+        )
+        if items
+        else None,
+        "kappa": round(mean(kappas), 3) if kappas else None,
+        "reader_pairs": len(by_pair),
+        "quality_abs_diff": round(mean(differences), 2) if differences else None,
+    }
 
 
 def score(run: Path) -> dict:
@@ -73,11 +86,13 @@ def score(run: Path) -> dict:
         for source in key[item_id]["sources"]:
             groups.setdefault((key[item_id]["task"], source), []).append(item_labels)
     order = sorted(groups, key=lambda g: (TASKS.index(g[0]) if g[0] in TASKS else len(TASKS), g))
-    return {"groups": [{"task": t, "source": s, **group_stats(groups[(t, s)])} for t, s in order],
-            "agreement": agreement(list(counted.values())),
-            "readers": sorted({lb.reader for ls in labels.values() for lb in ls}),
-            "incomplete": sorted((i, len(labels.get(i, []))) for i in key if i not in counted),
-            "warnings": warnings}
+    return {
+        "groups": [{"task": t, "source": s, **group_stats(groups[(t, s)])} for t, s in order],
+        "agreement": agreement(list(counted.values())),
+        "readers": sorted({lb.reader for ls in labels.values() for lb in ls}),
+        "incomplete": sorted((i, len(labels.get(i, []))) for i in key if i not in counted),
+        "warnings": warnings,
+    }
 
 
 def fmt(value) -> str:
@@ -88,21 +103,41 @@ def fmt(value) -> str:
 def markdown(result: dict, run: Path) -> str:
     """The scores as markdown."""
     head = ["task", "source", "n", "flawed (any) %", "flawed (majority) %", "quality", *PROBLEMS]
-    lines = [f"# Blind reading: {run.name}", "",
-             f"Readers: {', '.join(result['readers'])}. Items counted (>= 2 readers): {result['agreement']['items']}.",
-             "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [
+        f"# Blind reading: {run.name}",
+        "",
+        f"Readers: {', '.join(result['readers'])}. Items counted (>= 2 readers): {result['agreement']['items']}.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
     for g in result["groups"]:
-        cells = [g["task"], g["source"], g["n"], f"{g['flawed_any_pct']:.1f}", f"{g['flawed_majority_pct']:.1f}",
-                 f"{g['quality']:.2f}",
-                 *(g["problems"][p] for p in PROBLEMS)]
+        cells = [
+            g["task"],
+            g["source"],
+            g["n"],
+            f"{g['flawed_any_pct']:.1f}",
+            f"{g['flawed_majority_pct']:.1f}",
+            f"{g['quality']:.2f}",
+            *(g["problems"][p] for p in PROBLEMS),
+        ]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     a = result["agreement"]
-    lines += ["", f"Agreement on faithful: {fmt(a['faithful_agree_pct'])}% of items; Cohen's kappa {fmt(a['kappa'])} "
-              f"(mean over {a['reader_pairs']} reader pair(s)); "
-              f"mean |quality difference| {fmt(a['quality_abs_diff'])}."]
+    lines += [
+        "",
+        f"Agreement on faithful: {fmt(a['faithful_agree_pct'])}% of items; Cohen's kappa {fmt(a['kappa'])} "
+        f"(mean over {a['reader_pairs']} reader pair(s)); "
+        f"mean |quality difference| {fmt(a['quality_abs_diff'])}.",
+    ]
     if result["incomplete"]:
-        lines += ["", f"Not counted (fewer than 2 readers): {len(result['incomplete'])} item(s): "
-                  + ", ".join(f"{i} ({n})" for i, n in result["incomplete"])]
+        lines += [
+            "",
+            f"Not counted (fewer than 2 readers): {len(result['incomplete'])} item(s): "
+            + ", ".join(f"{i} ({n})" for i, n in result["incomplete"]),
+        ]
     if result["warnings"]:
-        lines += ["", f"Label warnings ({len(result['warnings'])}): " + "; ".join(result["warnings"])]
+        lines += [
+            "",
+            f"Label warnings ({len(result['warnings'])}): " + "; ".join(result["warnings"]),
+        ]
     return "\n".join(lines) + "\n"

@@ -51,8 +51,11 @@ def lines_of(path: Path) -> list[str]:
 
 def text_file(data: Path, name: str, task: str) -> list[Candidate]:
     """One prompt per non-empty line."""
-    return [Candidate(task, name, number, line.strip())
-            for number, line in enumerate(lines_of(data / "prompts" / name), 1) if line.strip()]
+    return [
+        Candidate(task, name, number, line.strip())
+        for number, line in enumerate(lines_of(data / "prompts" / name), 1)
+        if line.strip()
+    ]
 
 
 def parti(data: Path) -> list[Candidate]:
@@ -61,8 +64,11 @@ def parti(data: Path) -> list[Candidate]:
     lines = lines_of(data / "prompts" / name)
     if not lines or lines[0].split("\t")[0] != "Prompt":
         raise BlindError(f"{data / 'prompts' / name}: expected a header starting with 'Prompt'")
-    return [Candidate("t2i", name, number, line.split("\t")[0].strip())
-            for number, line in enumerate(lines[1:], 2) if line.split("\t")[0].strip()]
+    return [
+        Candidate("t2i", name, number, line.split("\t")[0].strip())
+        for number, line in enumerate(lines[1:], 2)
+        if line.split("\t")[0].strip()
+    ]
 
 
 def compbench(data: Path) -> list[Candidate]:
@@ -82,8 +88,16 @@ def vbench_i2v(data: Path) -> list[Candidate]:
     for index, entry in enumerate(entries):
         image = data / "images" / entry.get("image_name", "")
         if entry.get("image_name") and image.is_file():
-            found.append(Candidate("i2v", path.name, index, entry["prompt_en"].strip(), str(image),
-                                   Path(entry["image_name"]).stem))
+            found.append(
+                Candidate(
+                    "i2v",
+                    path.name,
+                    index,
+                    entry["prompt_en"].strip(),
+                    str(image),
+                    Path(entry["image_name"]).stem,
+                )
+            )
     return found
 
 
@@ -96,16 +110,28 @@ def eval_rows(relative: str, task: str) -> list[Candidate]:
     for number, row in jsonl.rows(path):
         image = (path.parent / row["image"]).resolve() if row.get("image") else None
         if image is not None and image.is_file() and str(row.get("prompt", "")).strip():
-            found.append(Candidate(task, relative, number, row["prompt"].strip(), str(image), row.get("caption")))
+            found.append(
+                Candidate(
+                    task, relative, number, row["prompt"].strip(), str(image), row.get("caption")
+                )
+            )
     return found
 
 
 LOADERS: dict[str, list[Callable[[Path], list[Candidate]]]] = {
-    "t2v": [lambda d: text_file(d, VBENCH, "t2v"), lambda d: text_file(d, "vbench2_full_text.txt", "t2v")],
+    "t2v": [
+        lambda d: text_file(d, VBENCH, "t2v"),
+        lambda d: text_file(d, "vbench2_full_text.txt", "t2v"),
+    ],
     "t2i": [parti, compbench, lambda d: text_file(d, "geneval_prompts.txt", "t2i")],
     "i2v": [vbench_i2v, lambda d: eval_rows("data/eval/vbench_i2v_50.jsonl", "i2v")],
-    "i2i": [lambda d: [c for f in sorted((ROOT / "data" / "eval").glob("i2i_edits*.jsonl"))
-                       for c in eval_rows(str(f.relative_to(ROOT)), "i2i")]],
+    "i2i": [
+        lambda d: [
+            c
+            for f in sorted((ROOT / "data" / "eval").glob("i2i_edits*.jsonl"))
+            for c in eval_rows(str(f.relative_to(ROOT)), "i2i")
+        ]
+    ],
 }
 
 

@@ -89,14 +89,22 @@ def benchmark(data: Path) -> set[str]:
         path = data / "prompts" / name
         if path.is_file():
             first = 1 if name.endswith(".tsv") else 0
-            seen |= {normal(line.split("\t")[0]) for line in lines_of(path)[first:first + n] if line.strip()}
+            seen |= {
+                normal(line.split("\t")[0])
+                for line in lines_of(path)[first : first + n]
+                if line.strip()
+            }
     return seen
 
 
 def used_set(data: Path, registry: Path | None = None, root: Path = ROOT) -> set[str]:
     """Every used prompt, in normal form."""
     paths = files(root)
-    if registry is not None and registry.is_file() and registry.resolve() not in {p.resolve() for p in paths}:
+    if (
+        registry is not None
+        and registry.is_file()
+        and registry.resolve() not in {p.resolve() for p in paths}
+    ):
         paths.append(registry)
     seen = benchmark(data)
     for path in paths:
