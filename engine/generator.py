@@ -68,9 +68,9 @@ class Generator:
         self.exact_batches = exact_batches
         if exact_batches:  # a row's numbers must not depend on the pass (tree verification)
             make_rows_exact(model)
-        # on CUDA in half precision: FlashInfer's masked attention where installed and agreeing with SDPA;
-        # then batch-1 steps and verification passes replayed from graphs (None: $PROMPTX_CUDA_GRAPHS, on
-        # unless "0"). On a CPU neither changes anything.
+        # on CUDA in half precision: FlashInfer's masked attention where installed and agreeing with
+        # SDPA; then batch-1 steps and verification passes replayed from graphs (None:
+        # $PROMPTX_CUDA_GRAPHS, on unless "0"). On a CPU neither changes anything.
         use_flashinfer(model)
         if cuda_graphs_of(model) is None and (
             graphs_wanted() if cuda_graphs is None else cuda_graphs
@@ -227,9 +227,10 @@ class Generator:
         for all rows), where a row's numbers do not depend on its batch-mates (``exact_batches``);
         else one at a time (speculative where it may be). Every output equals the plain decoding
         of that prompt alone (greedy, and sampled with a seed), so also its greedy speculative
-        decoding, in fp32 and int4 (not in bf16, where a near-tie can flip). Batched rounds do not draft: on the CPUs measured,
-        batched plain decoding of 8 rows was 1.7x the throughput of 8 single decodes and
-        speculative batches were no faster than one at a time (docs/serving.md)."""
+        decoding, in fp32 and int4 (not in bf16, where a near-tie can flip). Batched rounds do not
+        draft: on the CPUs measured, batched plain decoding of 8 rows was 1.7x the throughput of 8
+        single decodes and speculative batches were no faster than one at a time
+        (docs/serving.md)."""
         stats = list(stats) if stats is not None else [DecodeStats() for _ in prompts]
         stops = list(stops) if stops is not None else [self.stop_checker(p) for p in params]
         for ids, p in zip(prompts, params):

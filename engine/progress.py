@@ -1,4 +1,5 @@
-"""Progress bars for long engine jobs: tqdm on stderr, or a silent stand-in with the same methods."""
+"""Progress bars for long engine jobs: tqdm on stderr, or a silent stand-in with the same
+methods."""
 
 from __future__ import annotations
 

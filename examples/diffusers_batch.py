@@ -1,6 +1,7 @@
 """A batch: several prompts enhanced in one batched decode, then rendered in one pipeline call.
 
-Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come with promptx)
+Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come
+with promptx)
 Model: any local diffusers text-to-image directory whose pipeline promptx knows (SDXL, SD3, FLUX.1,
 Qwen-Image, ...: promptx.diffusers.PIPELINE_TARGETS); the class is read from its model_index.json.
 Nothing is downloaded here.
@@ -58,7 +59,8 @@ if DiffusionPipeline is None or not index.is_file():
     results = promptx.Enhancer().enhance_many(prompts, target, seed=args.seed, progress=True)
     print(f"{missing}; a {class_name} would get (target {target}):", file=sys.stderr)
     print(
-        f"prompt={[r.text for r in results]!r}\nnegative_prompt={[r.negative_prompt for r in results]!r}"
+        f"prompt={[r.text for r in results]!r}\n"
+        f"negative_prompt={[r.negative_prompt for r in results]!r}"
     )
     sys.exit(0)
 

@@ -1,18 +1,21 @@
-"""Image-to-video with Wan 2.x in diffusers: promptx writes the motion prompt, grounded in the image.
+"""Image-to-video with Wan 2.x in diffusers: promptx writes the motion prompt grounded in the image.
 
-Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come with promptx);
-diffusers' WanImageToVideoPipeline also needs ftfy (pip install ftfy; diffusers 0.42 calls it unguarded);
-saving an .mp4 also needs imageio and imageio-ffmpeg, else the frames are saved as a .gif.
-Model: a local diffusers Wan image-to-video directory, e.g. Wan-AI/Wan2.1-I2V-14B-480P-Diffusers fetched
-beforehand (model_index.json, transformer/, vae/, text_encoder/, tokenizer/, image_encoder/).
-Nothing is downloaded here.
+Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come
+with promptx); diffusers' WanImageToVideoPipeline also needs ftfy (pip install ftfy; diffusers 0.42
+calls it unguarded); saving an .mp4 also needs imageio and imageio-ffmpeg, else the frames are saved
+as a .gif.
+Model: a local diffusers Wan image-to-video directory, e.g. Wan-AI/Wan2.1-I2V-14B-480P-Diffusers
+fetched beforehand (model_index.json, transformer/, vae/, text_encoder/, tokenizer/,
+image_encoder/). Nothing is downloaded here.
 
-Run: python examples/diffusers_image_to_video.py MODEL_DIR IMAGE ["the waves roll in"] [--caption "..."]
-     e.g. IMAGE = /work/shared/data/images/wan_i2v_input.jpg (../shared/data/images/ beside the checkout)
+Run: python examples/diffusers_image_to_video.py MODEL_DIR IMAGE ["the waves roll in"]
+     [--caption "..."]
+     e.g. IMAGE = /work/shared/data/images/wan_i2v_input.jpg (../shared/data/images/ beside
+     the checkout)
 
-The call's image goes to the wan-i2v profile (its size and aspect ratio; --caption says what it shows,
-for a text-only model), an empty prompt asks for motion that suits the image. Without diffusers or
-the model directory it prints what it would pass to the pipeline.
+The call's image goes to the wan-i2v profile (its size and aspect ratio; --caption says what it
+shows, for a text-only model), an empty prompt asks for motion that suits the image. Without
+diffusers or the model directory it prints what it would pass to the pipeline.
 """
 
 import argparse

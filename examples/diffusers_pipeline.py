@@ -1,11 +1,14 @@
 """Text-to-video with Wan 2.x in diffusers, the prompt enhanced by promptx for Wan.
 
-Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come with promptx);
-saving an .mp4 also needs imageio and imageio-ffmpeg, else the frames are saved as a .gif.
+Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come
+with promptx); saving an .mp4 also needs imageio and imageio-ffmpeg, else the frames are saved as a
+.gif.
 Model: a local diffusers Wan text-to-video directory, e.g. Wan-AI/Wan2.1-T2V-1.3B-Diffusers fetched
-beforehand (model_index.json, transformer/, vae/, text_encoder/, tokenizer/). Nothing is downloaded here.
+beforehand (model_index.json, transformer/, vae/, text_encoder/, tokenizer/). Nothing is downloaded
+here.
 
-Run: python examples/diffusers_pipeline.py MODEL_DIR "a cat on a skateboard" [--out cat.mp4] [--frames 33]
+Run: python examples/diffusers_pipeline.py MODEL_DIR "a cat on a skateboard" [--out cat.mp4]
+     [--frames 33]
 
 The wan-t2v profile's budget is counted with the pipeline's umT5 tokenizer, within the
 max_sequence_length it is called with, and its negative prompt is filled in. Without diffusers or

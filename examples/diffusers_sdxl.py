@@ -1,8 +1,9 @@
 """Text-to-image with Stable Diffusion XL, the prompt enhanced by promptx within SDXL's CLIP budget.
 
-Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come with promptx)
-Model: a local diffusers SDXL directory (model_index.json, unet/, vae/, text_encoder/, tokenizer/, ...),
-e.g. stabilityai/stable-diffusion-xl-base-1.0 fetched beforehand. Nothing is downloaded here.
+Needs: pip install -e ".[diffusers]" in promptx's checkout  (diffusers; torch and transformers come
+with promptx)
+Model: a local diffusers SDXL directory (model_index.json, unet/, vae/, text_encoder/, tokenizer/,
+...), e.g. stabilityai/stable-diffusion-xl-base-1.0 fetched beforehand. Nothing is downloaded here.
 
 Run: python examples/diffusers_sdxl.py MODEL_DIR "a fox in the snow" [--out fox.png] [--steps 30]
 

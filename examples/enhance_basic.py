@@ -18,5 +18,6 @@ for target, prompt in [
         else f"{result.stats.tokens_per_s:.1f} tokens/s"
     )
     print(
-        f"[{result.target}] {prompt!r} ({status})\n{result.text}\nnegative: {result.negative_prompt}\n"
+        f"[{result.target}] {prompt!r} ({status})\n{result.text}\n"
+        f"negative: {result.negative_prompt}\n"
     )

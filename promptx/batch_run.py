@@ -142,7 +142,8 @@ def _output_line(path: Path, lineno: int, line: bytes) -> dict:
 
 
 def _replace_atomically(target: Path, data: bytes) -> None:
-    """``target`` holds ``data`` afterwards, with its permissions; a crash leaves the old file or the new."""
+    """``target`` holds ``data`` afterwards, with its permissions; a crash leaves the old file or
+    the new."""
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

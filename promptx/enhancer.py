@@ -178,7 +178,8 @@ class Enhancer:
     def stream(
         self, prompt: str | None, target: str | Profile = "video", **options
     ) -> "EnhanceStream":
-        """Iterate over raw text deltas as they are generated; ``.result`` holds the final prompt."""
+        """Iterate over raw text deltas as they are generated; ``.result`` holds the final
+        prompt."""
         return EnhanceStream(self, self._request(prompt, target, options))
 
     # -- internals ------------------------------------------------------------------------------

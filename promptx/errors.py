@@ -49,5 +49,6 @@ class MissingExtraError(PromptxError):
 
     def __init__(self, feature: str, extra: str) -> None:
         super().__init__(
-            f"{feature} needs the '{extra}' extra: pip install -e '.[{extra}]' in promptx's checkout"
+            f"{feature} needs the '{extra}' extra: "
+            f"pip install -e '.[{extra}]' in promptx's checkout"
         )

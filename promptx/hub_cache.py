@@ -33,7 +33,8 @@ def hub_cache_dir() -> Path:
 
 
 def split_repo_id(spec: str) -> tuple[str, str, str | None] | None:
-    """``ORG/NAME[@REV]`` as (org, name, revision or None); None when ``spec`` is not of that form."""
+    """``ORG/NAME[@REV]`` as (org, name, revision or None); None when ``spec`` is not of that
+    form."""
     match = _REPO_ID.fullmatch(spec)
     if match is None or any(part and not part.strip(".") for part in match.groups()):
         return None  # "." and ".." are paths, not names
@@ -49,9 +50,9 @@ def _repo_dir(org: str, name: str) -> Path:
     repo = hub_cache_dir() / f"models--{org}--{name}"
     if not repo.is_dir():
         raise ModelNotFoundError(
-            f"{org}/{name} is not in the local Hugging Face cache ({hub_cache_dir()}); promptx never "
-            f"downloads: fetch it with `huggingface-cli download {org}/{name}` or set HF_HUB_CACHE "
-            f"to a cache that holds it"
+            f"{org}/{name} is not in the local Hugging Face cache ({hub_cache_dir()}); "
+            f"promptx never downloads: fetch it with `huggingface-cli download {org}/{name}` "
+            "or set HF_HUB_CACHE to a cache that holds it"
         )
     return repo
 

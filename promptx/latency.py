@@ -1,4 +1,5 @@
-"""Per-request latency of warm ``Enhancer.enhance`` calls, stage by stage (``promptx bench --latency``).
+"""Per-request latency of warm ``Enhancer.enhance`` calls, stage by stage
+(``promptx bench --latency``).
 
 What a user waits for is one ``enhance`` call: building the request and rendering the
 chat, the model's prefill and decode, phrase scoring (strength medium), clean-up and the
@@ -65,7 +66,8 @@ class LatencyItem:
 class StageClock:
     """Wall time charged to exclusive stages: time in a nested stage is not its parent's.
 
-    Only the thread that ``start``-ed counts; elsewhere (and when stopped) ``stage`` does nothing."""
+    Only the thread that ``start``-ed counts; elsewhere (and when stopped) ``stage`` does
+    nothing."""
 
     def __init__(self) -> None:
         self._stack: list[str] = []
@@ -191,7 +193,7 @@ def instrumented(enhancer) -> Iterator[_Recorder]:
         patches.undo()
 
 
-# ---- one request ------------------------------------------------------------------------------------
+# ---- one request ---------------------------------------------------------------------------------
 def _split_generation(
     seconds: dict[str, float], outputs: Sequence
 ) -> tuple[dict[str, float], dict[str, float], bool]:
@@ -309,7 +311,7 @@ def measure_one(enhancer, recorder: _Recorder, item: LatencyItem, options: dict,
     return row
 
 
-# ---- the measurement ----------------------------------------------------------------------------------
+# ---- the measurement -----------------------------------------------------------------------------
 def measure_latency(
     enhancer,
     items: Sequence[LatencyItem],
@@ -358,7 +360,7 @@ def measure_latency(
     return report
 
 
-# ---- summaries ------------------------------------------------------------------------------------------
+# ---- summaries -----------------------------------------------------------------------------------
 def spread(values: Sequence[float]) -> dict | None:
     """Median, 90th percentile and mean (None for no values). The p90 interpolates between the
     sorted values (``statistics.quantiles``, inclusive)."""

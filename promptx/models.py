@@ -173,7 +173,8 @@ def prepare(source: ModelSource, *, quiet: bool = False) -> Path:
     if not quiet:
         tuning = ", merging promptx's adapter" if source.adapter else ""
         print(
-            f"promptx: preparing {source.name} once (dequantizing {source.gguf.name}{tuning}, ~30 s)...",
+            f"promptx: preparing {source.name} once "
+            f"(dequantizing {source.gguf.name}{tuning}, ~30 s)...",
             file=sys.stderr,
         )
     source.directory.parent.mkdir(parents=True, exist_ok=True)

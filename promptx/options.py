@@ -46,8 +46,8 @@ EVERYWHERE = frozenset({CLI, HTTP, PIPELINE})
 @dataclass(frozen=True)
 class OptionSpec:
     """A field's metadata beyond pydantic's: ``via``, the ways the option travels (a field without
-    an ``OptionSpec`` goes everywhere); ``problem``, what a bad value is told where the type and range
-    alone do not say it well ("must be ...")."""
+    an ``OptionSpec`` goes everywhere); ``problem``, what a bad value is told where the type and
+    range alone do not say it well ("must be ...")."""
 
     via: frozenset[str] = EVERYWHERE
     problem: str | None = None
@@ -61,10 +61,12 @@ def travels(*ways: str) -> OptionSpec:
 class EnhanceOptions(BaseModel):
     """The options of one enhancement, checked when made (``InvalidInputError``); frozen."""
 
-    # the checks are built at the first options made: a command that only reads the fields starts sooner
+    # the checks are built at the first options made: a command that only reads the fields starts
+    # sooner
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
-    # a path, bytes or PIL image grounding i2v / i2i targets (over HTTP: base64; a pipeline's comes from its call)
+    # a path, bytes or PIL image grounding i2v / i2i targets (over HTTP: base64; a pipeline's comes
+    # from its call)
     image: Annotated[Any, travels(CLI, HTTP)] = Field(
         None, description="Input image (image-to-video, image-to-image)."
     )
@@ -105,15 +107,16 @@ class EnhanceOptions(BaseModel):
     constrain: Annotated[bool, travels(PIPELINE)] = Field(
         True, description="Decode with the constraint that keeps the prompt's subject."
     )
-    # e.g. a pipeline's tokenizer (the diffusers wrapper gives its own; the command line: --encoder-tokenizer)
+    # e.g. a pipeline's tokenizer (the diffusers wrapper gives its own; the command line:
+    # --encoder-tokenizer)
     encoder_counter: Annotated[Any, travels()] = Field(
         None, description="What counts the text-encoder budget."
     )
     strength: Literal[STRENGTHS] | None = Field(
         None,
-        description="light: your words plus vetted phrases (no model needed; the embedded model's default); "
-        "medium: vetted phrases ranked by the model; full: free prose by the model (the default "
-        "for other models).",
+        description="light: your words plus vetted phrases (no model needed; the embedded "
+        "model's default); medium: vetted phrases ranked by the model; full: free prose by the "
+        "model (the default for other models).",
     )
 
     def __init__(self, **options: Any) -> None:
@@ -149,7 +152,8 @@ NAMES = tuple(EnhanceOptions.model_fields)
 
 
 def travelling(via: str) -> tuple[str, ...]:
-    """The names of the options that travel ``via`` (``CLI``, ``HTTP`` or ``PIPELINE``), in order."""
+    """The names of the options that travel ``via`` (``CLI``, ``HTTP`` or ``PIPELINE``), in
+    order."""
     return tuple(name for name in NAMES if via in _spec(name).via)
 
 
@@ -168,7 +172,8 @@ def choices(name: str) -> tuple[str, ...] | None:
 
 
 def value_type(name: str) -> Any:
-    """The type of the option ``name``'s values, None aside (``str`` for a choice, ``Any`` for any)."""
+    """The type of the option ``name``'s values, None aside (``str`` for a choice, ``Any`` for
+    any)."""
     kinds = _kinds(name)
     if len(kinds) != 1:
         return Any

@@ -96,7 +96,8 @@ class EnhanceWorker:
 
 
 def _row(columns: dict[str, list], i: int, prompt_column: str) -> BatchRow:
-    """Row ``i`` of a batch as the batch runner's row (its id: the ``id`` column, else its position)."""
+    """Row ``i`` of a batch as the batch runner's row (its id: the ``id`` column, else its
+    position)."""
 
     def value(name: str):
         cell = columns[name][i] if name in columns else None

@@ -99,8 +99,9 @@ class EnhanceRequest:
         continue_answer: bool = True,
         model_languages: frozenset[str] | None = None,
     ) -> "EnhanceRequest":
-        """The request for ``prompt`` with ``options`` (checked already) resolved against ``profile``;
-        ``model_languages``: the prompt languages the backend's model can enhance (None: any)."""
+        """The request for ``prompt`` with ``options`` (checked already) resolved against
+        ``profile``; ``model_languages``: the prompt languages the backend's model can enhance
+        (None: any)."""
         o = options or EnhanceOptions()
         text = _check_prompt(profile, prompt, has_image=o.image is not None or bool(o.caption))
         if o.caption is not None:

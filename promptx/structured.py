@@ -103,7 +103,8 @@ def _fits(request: EnhanceRequest, counter) -> Callable[[str], bool] | None:
 
 
 def _assessed(request: EnhanceRequest, text: str) -> Assessment:
-    """The assessment of a structured text; its length is the layout's, so a short one is no fault."""
+    """The assessment of a structured text; its length is the layout's, so a short one is no
+    fault."""
     length = request.profile.length.model_copy(update={"min_words": 1})
     profile = request.profile.model_copy(update={"length": length})
     return assess(

@@ -47,7 +47,8 @@ def pair_messages(pair: TuningPair, registry: TemplateRegistry) -> list[dict[str
 
 
 def pair_records(rows: Sequence[PairRow], registry: TemplateRegistry, tokenizer):
-    """Training records (engine.training.Record): prompt tokens, then answer + end-of-turn (loss 1)."""
+    """Training records (engine.training.Record): prompt tokens, then answer + end-of-turn
+    (loss 1)."""
     from engine import Record
 
     end = _end_of_turn(tokenizer)
@@ -190,7 +191,8 @@ def tune(
     progress: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> TuneReport:
-    """Train a LoRA adapter on ``train_rows``, validate on ``heldout_rows``, write adapter + merged model."""
+    """Train a LoRA adapter on ``train_rows``, validate on ``heldout_rows``, write adapter + merged
+    model."""
     import torch
 
     from engine import AdapterInfo, apply_adapter_to_dir, attach_lora

@@ -9,8 +9,8 @@ too). The tokenizer and ``config.json`` come from a folder written on a
 developer machine by ``scripts/gpu_prepare.sh`` (the embedded model's own).
 
 Usage: ``python3 scripts/gpu_model.py SOURCE_DIR OUT_DIR [LAYERS]`` (SOURCE_DIR holds config.json
-and the tokenizer files, each possibly as NAME.xz; OUT_DIR gets them and model.safetensors in Hugging
-Face names; LAYERS: fewer decoder layers, for a quick try on a CPU).
+and the tokenizer files, each possibly as NAME.xz; OUT_DIR gets them and model.safetensors in
+Hugging Face names; LAYERS: fewer decoder layers, for a quick try on a CPU).
 Not here: the check itself (``scripts/gpu_check.sh``).
 """
 
@@ -24,8 +24,9 @@ from pathlib import Path
 
 import torch
 
-# embedding (and tied head) scale: logits with a spread like a trained model's, so greedy choices are
-# rarely near-ties (N(0, 0.02) embeddings give logits within ~0.5 of each other over 49152 tokens)
+# embedding (and tied head) scale: logits with a spread like a trained model's, so greedy
+# choices are rarely near-ties (N(0, 0.02) embeddings give logits within ~0.5 of each other
+# over 49152 tokens)
 EMBED_STD = 0.2
 LINEAR_STD = 0.02
 TOKENIZER_FILES = (
@@ -69,7 +70,8 @@ def random_state(cfg: dict, seed: int = 0) -> dict[str, torch.Tensor]:
 
 
 def write_model(source: Path, out: Path, layers: int | None = None) -> Path:
-    """``out`` with ``source``'s config (``layers`` decoder layers if given) and tokenizer, random weights."""
+    """``out`` with ``source``'s config (``layers`` decoder layers if given) and tokenizer, random
+    weights."""
     from safetensors.torch import save_file
 
     cfg = json.loads((source / "config.json").read_text())

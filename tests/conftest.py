@@ -58,7 +58,8 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="module")
 def one_thread():
-    """Tiny matmuls: on this shared 2-core machine a second torch thread only spins (much slower under load)."""
+    """Tiny matmuls: on this shared 2-core machine a second torch thread only spins (much slower
+    under load)."""
     import torch
 
     before = torch.get_num_threads()

@@ -1,5 +1,6 @@
 """The linter's rules (pyproject.toml [tool.ruff]) hold over the repository: no syntax errors,
-unused or undefined names, or closures over a loop variable; and the code is formatted."""
+lines over 100 characters, unused or undefined names, or closures over a loop variable; and
+the code is formatted."""
 
 from __future__ import annotations
 

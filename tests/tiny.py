@@ -34,7 +34,8 @@ def make_tiny_target(seed: int = 0, cfg: ModelConfig = TINY_CONFIG) -> Transform
 
 
 def make_tiny_drafter(target, seed: int = 1, **overrides) -> Drafter:
-    """A random drafter attached to ``target`` (norms not all ones; reduced vocab / low-rank head as asked)."""
+    """A random drafter attached to ``target`` (norms not all ones; reduced vocab / low-rank head as
+    asked)."""
     torch.manual_seed(seed)
     drafter = Drafter(DrafterConfig.for_target(target.config, **overrides))
     with torch.no_grad():

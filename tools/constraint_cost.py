@@ -68,8 +68,8 @@ def main(argv: list[str]) -> int:
         statistics.median(times["constrained"]),
     )
     print(
-        f"decodes per side: {len(times['free'])} ({tokens['free']} / {tokens['constrained']} tokens), "
-        f"dtype {args.dtype or 'auto'}"
+        f"decodes per side: {len(times['free'])} ({tokens['free']} / {tokens['constrained']} "
+        f"tokens), dtype {args.dtype or 'auto'}"
     )
     print(
         f"median decode ms/token: free {free_ms:.2f}, constrained {constrained_ms:.2f}, "

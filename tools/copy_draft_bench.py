@@ -57,7 +57,8 @@ def main() -> None:
     harness, copies = generator.planner, getattr(generator.planner, "copies", None)
     if copies is None:
         sys.exit(
-            "no copy table is attached (no shipped drafter for this model, or PROMPTX_COPY_DRAFTS=0)"
+            "no copy table is attached (no shipped drafter for this model, "
+            "or PROMPTX_COPY_DRAFTS=0)"
         )
     sampled = args.temperature > 0
     modes = ["plain", "no copies", "copies"]

@@ -57,7 +57,8 @@ def _i2v(count: int) -> list[dict]:
 
 def _suite(geneval: list[dict], parti: list[dict]) -> list[dict]:
     """enhance-400: 100 prompts per task, each row with its source, images as captions only; the
-    tasks take turns line by line, so that the first N lines (``--num-prompts N``) cover all four."""
+    tasks take turns line by line, so that the first N lines (``--num-prompts N``) cover all
+    four."""
     vbench = [
         line.strip() for line in (SHARED / "vbench_all_dimension.txt").read_text().splitlines()
     ][::9][:100]

@@ -172,8 +172,8 @@ def main(argv: list[str]) -> int:
     levels = [int(c) for c in args.concurrency.split(",")]
     rows = []
     print(
-        "| concurrency | requests | wall s | req/s | tokens/s | p50 s | p95 s | errors | lost | vs first | health | "
-        "RSS MiB |"
+        "| concurrency | requests | wall s | req/s | tokens/s | p50 s | p95 s | errors | lost | vs "
+        "first | health | RSS MiB |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for level in levels:
@@ -183,9 +183,9 @@ def main(argv: list[str]) -> int:
         )
         rows.append(row)
         print(
-            f"| {level} | {row['requests']} | {row['wall_s']} | {row['requests_per_s']} | {row['tokens_per_s']} | "
-            f"{row['p50_s']} | {row['p95_s']} | {row['errors']} | {row['lost']} | {row['speedup']}x | "
-            f"{row['health']} | {row['rss_mib']} |",
+            f"| {level} | {row['requests']} | {row['wall_s']} | {row['requests_per_s']} | "
+            f"{row['tokens_per_s']} | {row['p50_s']} | {row['p95_s']} | {row['errors']} | "
+            f"{row['lost']} | {row['speedup']}x | {row['health']} | {row['rss_mib']} |",
             flush=True,
         )
         if row["first_error"]:

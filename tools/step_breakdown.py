@@ -1,8 +1,8 @@
 """Where a plain int4 decoding step of the embedded model spends its time, and what
 ``torch.compile`` makes of the same step.
 
-    python tools/step_breakdown.py              # the step, then its matmuls by kind, 1 and 2 threads
-    python tools/step_breakdown.py --compile    # also the step compiled by inductor (minutes)
+    python tools/step_breakdown.py             # the step, then its matmuls by kind, 1 and 2 threads
+    python tools/step_breakdown.py --compile   # also the step compiled by inductor (minutes)
 
 The step is ``LeanInt4Pass`` (``engine.runtime.lean_step``) on one token after a short prompt.
 The matmuls are timed alone on the model's own weights: the 4-bit blocks, the adapter's
@@ -129,7 +129,8 @@ def main() -> None:
         cache.commit(prompt.shape[1])
         step_ms = per_call_us(lambda: lean(token, cache), calls=100) / 1e3
         print(
-            f"lean int4 step: {step_ms:.2f} ms ({1e3 / step_ms:.1f} steps/s), {args.threads} threads"
+            f"lean int4 step: {step_ms:.2f} ms ({1e3 / step_ms:.1f} steps/s), "
+            f"{args.threads} threads"
         )
         for threads in (args.threads, 1):
             parts = matmul_breakdown(lean, threads)
@@ -158,11 +159,13 @@ def report_compiled(lean, cache, token, eager_ms: float, aligned_mask) -> None:
     logits = compiled(*one)
     print(
         f"torch.compile: first call {time.perf_counter() - started:.1f} s; logits equal eager: "
-        f"{torch.equal(logits, reference)} (largest difference {(logits.float() - reference.float()).abs().max():.3g})"
+        f"{torch.equal(logits, reference)} (largest difference "
+        f"{(logits.float() - reference.float()).abs().max():.3g})"
     )
     compiled_ms = per_call_us(lambda: compiled(*one), calls=50) / 1e3
     print(
-        f"  compiled step {compiled_ms:.2f} ms vs eager {eager_ms:.2f} ms ({eager_ms / compiled_ms:.2f}x)"
+        f"  compiled step {compiled_ms:.2f} ms vs eager {eager_ms:.2f} ms "
+        f"({eager_ms / compiled_ms:.2f}x)"
     )
     four = (
         torch.cat([token.reshape(1), torch.tensor([5, 6, 7])]),
@@ -174,8 +177,8 @@ def report_compiled(lean, cache, token, eager_ms: float, aligned_mask) -> None:
     started = time.perf_counter()
     rows = compiled(*four)
     print(
-        f"  4-token pass: first call {time.perf_counter() - started:.1f} s; its row 0 equals the 1-token pass: "
-        f"{torch.equal(rows[0], logits[0])}"
+        f"  4-token pass: first call {time.perf_counter() - started:.1f} s; "
+        f"its row 0 equals the 1-token pass: {torch.equal(rows[0], logits[0])}"
     )
 
 

@@ -79,8 +79,9 @@ def main(argv: list[str]) -> int:
         first_rate = first_rate or row["requests_per_s"]
         same = sum(a == b for a, b in zip(texts, first_texts))
         print(
-            f"| {level} | {row['requests']} | {row['wall_s']} | {row['requests_per_s']} | {row['p50_s']} | "
-            f"{row['p95_s']} | {row['requests_per_s'] / first_rate:.2f}x | {same}/{len(texts)} |",
+            f"| {level} | {row['requests']} | {row['wall_s']} | {row['requests_per_s']} | "
+            f"{row['p50_s']} | {row['p95_s']} | {row['requests_per_s'] / first_rate:.2f}x | "
+            f"{same}/{len(texts)} |",
             flush=True,
         )
     return 0

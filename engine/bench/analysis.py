@@ -29,7 +29,7 @@ ENTROPY_METHOD = (
 )
 
 
-# ---- harness ---------------------------------------------------------------------------------------
+# ---- harness -------------------------------------------------------------------------------------
 def harness_summary(stats: Sequence[DecodeStats]) -> dict:
     """What the harness chose: tree sizes and depths, predicted vs observed acceptance over its
     speculative rounds, and how many tokens it decoded in plain steps instead."""
@@ -85,7 +85,8 @@ def next_token_entropies(
 
 
 def round_roots(accepted_lengths: Sequence[int]) -> list[int]:
-    """Index of the generated token each speculative round predicts first (token 0 comes from prefill)."""
+    """Index of the generated token each speculative round predicts first (token 0 comes from
+    prefill)."""
     roots, position = [], 1
     for accepted in accepted_lengths:
         roots.append(position)
@@ -143,7 +144,8 @@ def tau_by_quartile(
     entropies: Sequence[Sequence[float]],
     edges: Sequence[float] | None,
 ) -> list[dict]:
-    """tau and round count per entropy quartile; rounds whose root lies past the output are skipped."""
+    """tau and round count per entropy quartile; rounds whose root lies past the output are
+    skipped."""
     buckets: list[list[int]] = [[], [], [], []]
     if edges is not None:
         for s, ent in zip(stats, entropies):
@@ -174,7 +176,8 @@ def decode_tokens_per_second(sample: Sample) -> float | None:
 
 
 def decode_speed_summary(samples: Sequence[Sample]) -> dict | None:
-    """Median and mean of ``decode_tokens_per_second`` over the samples that report it (None if none)."""
+    """Median and mean of ``decode_tokens_per_second`` over the samples that report it (None if
+    none)."""
     values = [v for v in map(decode_tokens_per_second, samples) if v is not None]
     return _spread(values) if values else None
 

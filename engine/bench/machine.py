@@ -38,7 +38,8 @@ def machine_info(model) -> dict:
     }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
-    # CUDA graphs (engine.runtime.cuda_graphs): capture cost, captured buckets, replays; None when off
+    # CUDA graphs (engine.runtime.cuda_graphs): capture cost, captured buckets, replays; None when
+    # off
     graphs = cuda_graphs_of(model)
     info["cuda_graphs"] = graphs.summary() if graphs is not None else None
     kernels = {

@@ -201,7 +201,8 @@ class LlamaCppPeer(Peer):
         ):  # older versions: seed at load only
             self.llm.set_seed(params.seed)
         if not self.keep_prefix:
-            self.llm.reset()  # no prefix reuse across prompts: the engine's bench runs have none either
+            # no prefix reuse across prompts: the engine's bench runs have none either
+            self.llm.reset()
         stream = self.llm.generate(
             list(prompt_ids),
             top_k=0 if not params.greedy else 1,

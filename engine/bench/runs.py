@@ -143,7 +143,8 @@ def decode_run(
 
 
 def with_harness(run: RunSpec, model, drafter, say: Callable[[str], None]) -> RunSpec:
-    """Give a ``harness`` run one Harness (stored cost table, else a quick calibration) for all prompts."""
+    """Give a ``harness`` run one Harness (stored cost table, else a quick calibration) for all
+    prompts."""
     if run.mode != "harness" or run.planner is not None:
         return run
     from ..planning.harness import Harness

@@ -4,7 +4,8 @@
 verified path for a speculative round) through the ``StopChecker`` up to the
 token where generation ends, counts the ones that are output (EOS is not) in
 ``DecodeStats`` and records the finish reason. Not here: choosing tokens
-(``engine.decode.sampling``, ``engine.speculative.verify``), the stop rules (``engine.decode.stopping``).
+(``engine.decode.sampling``, ``engine.speculative.verify``), the stop rules
+(``engine.decode.stopping``).
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ from ..speculative.checkpoint import target_fingerprint
 from .cost_table import CostKey, CostTable, cpu_name
 
 # both sides of 4 and 8 rows: CPU int4/int8 kernels work in blocks of 4 rows, so a pass of 5 rows
-# costs one block more than 4 (int4 here: 18.0 / 24.6 / 31.4 ms for 1 / 4 / 5; 1..4 is about linear).
-# QUICK_GRID runs at the first speculative decode on a machine: ~1.6x the points of (1, 8, 32)
+# costs one block more than 4 (int4 here: 18.0 / 24.6 / 31.4 ms for 1 / 4 / 5; 1..4 is about
+# linear). QUICK_GRID runs at the first speculative decode on a machine: ~1.6x the points of
+# (1, 8, 32)
 FULL_GRID = dict(
     tokens=(1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 64),
     contexts=(128, 512, 1024, 2048, 4096),
@@ -104,7 +105,8 @@ def verify_latency(model, tokens: int, context: int, batch: int, repeats: int) -
 def draft_latency(
     drafter, width: int, batch: int, repeats: int, context: int = DRAFT_CONTEXT
 ) -> float:
-    """One drafter tree step: ``width`` frontier nodes per sequence after ``context`` entries, then top-k."""
+    """One drafter tree step: ``width`` frontier nodes per sequence after ``context`` entries, then
+    top-k."""
     c = drafter.config
     context = max(1, min(context, c.max_position_embeddings - 1))
     device = drafter.fc.weight.device

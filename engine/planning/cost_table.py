@@ -55,7 +55,8 @@ class CostKey:
 @dataclass
 class CostTable:
     """Latency grids in seconds. ``verify[b][c][n]``: batch ``batches[b]``, context ``contexts[c]``,
-    ``tokens[n]`` tokens per sequence in the pass; ``draft[b][w]``: one drafter step, width ``widths[w]``."""
+    ``tokens[n]`` tokens per sequence in the pass; ``draft[b][w]``: one drafter step, width
+    ``widths[w]``."""
 
     key: CostKey
     tokens: list[int]
@@ -93,9 +94,10 @@ class CostTable:
                 "cost table latencies must be finite, non-negative numbers of seconds"
             )
 
-    # ---- lookups ----------------------------------------------------------------------------------
+    # ---- lookups ---------------------------------------------------------------------------------
     def verify_seconds(self, tokens: int, context: int, batch: int = 1) -> float:
-        """Latency of one target pass over ``tokens`` new tokens per sequence after ``context`` cached ones."""
+        """Latency of one target pass over ``tokens`` new tokens per sequence after ``context``
+        cached ones."""
 
         def at_batch(b: int) -> float:
             rows = self.verify[b]
@@ -116,7 +118,7 @@ class CostTable:
             1e-6,
         )
 
-    # ---- files ------------------------------------------------------------------------------------
+    # ---- files -----------------------------------------------------------------------------------
     def to_json(self) -> dict:
         out = asdict(self)
         out["version"] = FORMAT_VERSION

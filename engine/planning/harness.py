@@ -79,8 +79,9 @@ class HarnessConfig:
         0.6  # prior observed/predicted acceptance of copy drafts (the fixed one for sampling)
     )
     # seeded sampling with copy drafts where the drafter's tree does not pay: off, since at the
-    # profiles' temperature (0.7) they were no faster than plain decoding on a 2-vCPU Xeon (1.02-1.03x,
-    # tau 1.24-1.35: a verification pass costs more than a plain step there); worth it where passes are cheap
+    # profiles' temperature (0.7) they were no faster than plain decoding on a 2-vCPU Xeon
+    # (1.02-1.03x, tau 1.24-1.35: a verification pass costs more than a plain step there); worth it
+    # where passes are cheap
     copy_sampling: bool = False
 
 
@@ -235,13 +236,13 @@ class Harness(Planner):
         }
         return tree
 
-    # ---- seeded sampling ----------------------------------------------------------------------------
+    # ---- seeded sampling -------------------------------------------------------------------------
     def for_sampling(self) -> Planner | None:
         """The drafter's fixed tree (``TreeConfig()``) where the cost table predicts it beats plain
-        decoding at batch 1, else copy drafts priced by the table (``CopyPlanner``) where the harness
-        has ``copies`` and ``copy_sampling`` is on, else None (plain). Predicted from the table alone, with the prior
-        acceptance ``child_accept`` per level along the tree's best path, so a seed gives the same
-        text every time on this device."""
+        decoding at batch 1, else copy drafts priced by the table (``CopyPlanner``) where the
+        harness has ``copies`` and ``copy_sampling`` is on, else None (plain). Predicted from the
+        table alone, with the prior acceptance ``child_accept`` per level along the tree's best
+        path, so a seed gives the same text every time on this device."""
         tree, context, costs = TreeConfig(), SAMPLING_CONTEXT, self.costs
         expected_tokens = 1 + sum(self.config.child_accept**d for d in range(1, tree.max_depth + 1))
         round_s = (
@@ -292,7 +293,8 @@ class Harness(Planner):
         per token than plain steps (everything included: drafting, verification, catch-up,
         bookkeeping): the rest of the current run, which carries over from one decode to the next;
         0 while ``measure_rounds`` rounds measure speculation (at first, and again when a run is
-        used up); each re-measure that still loses doubles the next run (up to ``max_plain_run``)."""
+        used up); each re-measure that still loses doubles the next run (up to
+        ``max_plain_run``)."""
         spec, plain = self.pace["speculative"], self.pace["plain"]
         if spec is None or self._measure_left > 0:
             return 0
@@ -409,7 +411,8 @@ class Harness(Planner):
         verify_s: float,
         stats: Sequence[DecodeStats],
     ) -> None:
-        """Update the chain acceptance estimate from every row; log the round in each row's stats."""
+        """Update the chain acceptance estimate from every row; log the round in each row's
+        stats."""
         pending, self._pending = self._pending, {}
         key, w = (
             (pending.get("batch", len(trees)), pending.get("length", config.budget)),
@@ -456,7 +459,8 @@ class Harness(Planner):
     def observe(
         self, tree: DraftTree, result, draft_s: float, verify_s: float, stats: DecodeStats
     ) -> None:
-        """Update the acceptance calibration and latency corrections; log the round in ``stats.rounds``."""
+        """Update the acceptance calibration and latency corrections; log the round in
+        ``stats.rounds``."""
         pending, self._pending = self._pending, {}
         confidence = pending.get("confidence", [])
         accepted = set(result.accepted_nodes)
@@ -499,7 +503,8 @@ def load_or_calibrate(
     progress: bool = False,
     on_measure: Callable[[], None] | None = None,
 ) -> CostTable:
-    """The stored cost table for this device/model/dtype/threads, or a quick calibration (then stored)."""
+    """The stored cost table for this device/model/dtype/threads, or a quick calibration (then
+    stored)."""
     from .calibrate import cost_key, quick_calibrate
 
     key = cost_key(model, drafter)

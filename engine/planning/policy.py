@@ -86,7 +86,8 @@ def choose_width(
 def best_copy_length(values: Sequence[float], scale: float, verify: Callable[[int], float]) -> int:
     """How many tokens of a copy chain to verify (0 = a plain step): over n = 0..len(values),
     maximise (1 + ``scale`` * the sum of the first n values) / verify(n + 1). A copy chain costs no
-    drafting, only the longer verification pass; ``scale`` corrects the values by what was observed."""
+    drafting, only the longer verification pass; ``scale`` corrects the values by what was
+    observed."""
     best_n, best_rate, total = 0, 1.0 / verify(1), 1.0
     for n, value in enumerate(values, start=1):
         total += scale * value

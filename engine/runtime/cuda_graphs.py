@@ -23,10 +23,11 @@ changes a real row (tested on the CPU). Against the module path (keys up to
 the last written slot, T rows) it differs only in rounding (another key
 length and row count may choose other kernels or split sums differently): in
 fp32 greedy tokens are equal; in bf16 a near-tie may flip, as between any two
-GPU kernels (the bench's ``lossless`` column shows it). Eager fallback: off CUDA ``attach_cuda_graphs`` attaches
-nothing (every pass as before); a bucket whose capture fails runs the same
-padded pass eagerly; a pass no bucket holds, or any other pass (the prompt,
-batches, caches not leased), goes through the modules.
+GPU kernels (the bench's ``lossless`` column shows it). Eager fallback: off
+CUDA ``attach_cuda_graphs`` attaches nothing (every pass as before); a bucket
+whose capture fails runs the same padded pass eagerly; a pass no bucket holds,
+or any other pass (the prompt, batches, caches not leased), goes through the
+modules.
 
 Not here: the drafter's passes (not captured), the decode loops (unchanged:
 they reach the graphs through ``GraphedTransformer.forward``), tree masks of the
@@ -88,7 +89,8 @@ class PassInputs:
 
     @classmethod
     def empty(cls, rows: int, keys: int, device: torch.device | str) -> "PassInputs":
-        """Inputs of an empty cache: token 0 at position 0 in slots 0..R-1, each row seeing its own slot."""
+        """Inputs of an empty cache: token 0 at position 0 in slots 0..R-1, each row seeing its own
+        slot."""
         index = torch.arange(rows, device=device)
         mask = torch.zeros(rows, keys, dtype=torch.bool, device=device)
         mask[index, index] = True
@@ -187,8 +189,8 @@ class CudaGraphs:
         self.model = model
         self.capacity = min(capacity, cfg.max_position_embeddings)
         device = model.embed_tokens.weight.device
-        # room for a bucket's padding rows past the last slot a decode may use; aligned: the mask rows
-        # of the attention kernels stay 16-byte aligned
+        # room for a bucket's padding rows past the last slot a decode may use; aligned: the mask
+        # rows of the attention kernels stay 16-byte aligned
         self.storage = KVCache(
             cfg.num_hidden_layers,
             1,
@@ -213,7 +215,7 @@ class CudaGraphs:
                 self._try_capture(r)
         self.capture_s = time.perf_counter() - started
 
-    # ---- the cache --------------------------------------------------------------------------------
+    # ---- the cache -------------------------------------------------------------------------------
     def lease(self, capacity: int) -> KVCache | None:
         """The static cache for one decode of up to ``capacity`` slots (length 0, that capacity),
         or None when it does not fit or the cache leased last is still alive (an ordinary cache
@@ -233,7 +235,7 @@ class CudaGraphs:
             and cache.v is self.storage.v
         )
 
-    # ---- the passes -------------------------------------------------------------------------------
+    # ---- the passes ------------------------------------------------------------------------------
     def handles(
         self, tokens: torch.Tensor, cache, *, positions=None, mask=None, slots=None, **_
     ) -> bool:
@@ -374,7 +376,8 @@ def cuda_graphs_of(model: Transformer) -> CudaGraphs | None:
 def attach_cuda_graphs(model: Transformer, capacity: int = DEFAULT_CAPACITY) -> CudaGraphs | None:
     """Capture ``model``'s graphs and route its batch-1 passes through them (``use_cuda_graphs``);
     None, and nothing changes, off CUDA, for a precision without its own torch dtype, where a lean
-    pass (``engine.runtime.lean_step.LeanTransformer``) already takes them or graphs are attached."""
+    pass (``engine.runtime.lean_step.LeanTransformer``) already takes them or graphs are
+    attached."""
     device = model.embed_tokens.weight.device
     if (
         device.type != "cuda"

@@ -112,7 +112,8 @@ class Int8Linear(nn.Module):
         self.bias = None if bias is None else bias.detach().to(torch.bfloat16)
 
     def tensors(self, prefix: str, skip_weight: bool = False) -> dict[str, torch.Tensor]:
-        """Everything ``restore`` needs, by name (``skip_weight``: the bf16 weight is stored elsewhere)."""
+        """Everything ``restore`` needs, by name (``skip_weight``: the bf16 weight is stored
+        elsewhere)."""
         out = {f"{prefix}.codes": self.codes, f"{prefix}.scales": self.scales}
         if not skip_weight:
             out[f"{prefix}.weight"] = self.weight
@@ -213,7 +214,8 @@ class Int4Linear(nn.Module):
         return out if self.bias is None else out + self.bias
 
     def rows(self, flat: torch.Tensor) -> torch.Tensor:
-        """bf16 [rows, in] -> [rows, out] through the int4 kernel plus the low-rank terms (no bias)."""
+        """bf16 [rows, in] -> [rows, out] through the int4 kernel plus the low-rank terms (no
+        bias)."""
         out = torch._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_offsets)
         if (
             self.down is not None

@@ -107,7 +107,8 @@ class KVCache:
         self.length = length
 
     def compact(self, slots: torch.Tensor) -> None:
-        """Copy entries at absolute ``slots`` [n] (each >= length) to ``length..length+n`` and commit them."""
+        """Copy entries at absolute ``slots`` [n] (each >= length) to ``length..length+n`` and
+        commit them."""
         count = int(slots.numel())
         dest = torch.arange(self.length, self.length + count, device=self.k.device)
         slots = slots.to(self.k.device)

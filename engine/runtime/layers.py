@@ -112,7 +112,8 @@ def attend_rows(
     rows: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
 ) -> torch.Tensor:
     """The SDPA call of ``attend_rowwise``: query rows [T, Hkv, G, D], each token its own batch
-    element over k, v [1, Hkv, S, D], on one thread; mask bool, T x S elements. -> [T, Hkv, G, D]."""
+    element over k, v [1, Hkv, S, D], on one thread; mask bool, T x S elements.
+    -> [T, Hkv, G, D]."""
     t = rows.shape[0]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

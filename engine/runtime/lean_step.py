@@ -395,7 +395,8 @@ def _attend_group(
     group: range,
     batch: KVCache | None,
 ) -> torch.Tensor:
-    """Attention of the parts in ``group`` (``_groups``) over their own keys: [tokens, Hkv, G, D]."""
+    """Attention of the parts in ``group`` (``_groups``) over their own keys:
+    [tokens, Hkv, G, D]."""
     rows = queries[bounds[group.start] : bounds[group.stop]]
     span = layouts[group.start][2].shape[-1]
     if len(group) == 1:  # as the modules' attend_rowwise
@@ -414,7 +415,8 @@ def _attend_group(
 
 def _kernel_rows(layer, x: torch.Tensor) -> torch.Tensor:
     """``layer.rows`` (the int4 or int8 kernel, no bias) over [N, in], at most ``WIDE_ROWS`` rows
-    per call (passes of more rows would take the layer's bf16 copy, whose rows depend on the pass)."""
+    per call (passes of more rows would take the layer's bf16 copy, whose rows depend on the
+    pass)."""
     if x.shape[0] <= WIDE_ROWS:
         return layer.rows(x)
     return torch.cat([layer.rows(x[i : i + WIDE_ROWS]) for i in range(0, x.shape[0], WIDE_ROWS)])

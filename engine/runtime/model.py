@@ -90,13 +90,15 @@ class Attention(nn.Module):
         mask: torch.Tensor | None,
         start: int,
     ) -> torch.Tensor:
-        """q [B, H, T, D] over k, v [B, Hkv, S, D] (causal in a prompt's first pass) -> [B, H, T, D]."""
+        """q [B, H, T, D] over k, v [B, Hkv, S, D] (causal in a prompt's first pass)
+        -> [B, H, T, D]."""
         return attend(q, k, v, mask, causal=(start == 0 and q.shape[2] > 1))
 
 
 class RowwiseAttention(Attention):
     """Attention whose passes after the prefix at batch 1 run each token as its own row
-    (``attend_rowwise``): a row's numbers are its single-token step's (``engine.runtime.exact_rows``)."""
+    (``attend_rowwise``): a row's numbers are its single-token step's
+    (``engine.runtime.exact_rows``)."""
 
     def attend(self, q, k, v, mask, start):
         if start > 0 and q.shape[0] == 1:  # exactness is promised at batch 1

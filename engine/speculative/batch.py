@@ -24,8 +24,9 @@ pass. Finished rows leave the batch. Verification per row is
 ``engine.speculative.verify``.
 
 Each round's tree shape comes from the ``Planner`` (``engine.speculative.planner``): one
-``TreeConfig`` every round (``FixedTree``) or the harness choosing it per round. Not here: single-sequence decoding
-(``engine.speculative.loop``), tree bookkeeping (``engine.speculative.tree``).
+``TreeConfig`` every round (``FixedTree``) or the harness choosing it per round. Not here:
+single-sequence decoding (``engine.speculative.loop``), tree bookkeeping
+(``engine.speculative.tree``).
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ class BatchLayout:
         self.repacks += 1
 
 
-# ---- one sequence of the batch ---------------------------------------------------------------------
+# ---- one sequence of the batch -------------------------------------------------------------------
 @dataclass
 class _Row:
     index: int  # position in the caller's list
@@ -174,9 +175,10 @@ def _causal_valid_mask(valid: torch.Tensor, prefix: torch.Tensor | None = None) 
     return torch.cat([prefix[:, None, :] & valid[:, :, None], new], dim=-1)[:, None]
 
 
-# ---- drafting ---------------------------------------------------------------------------------------
+# ---- drafting ------------------------------------------------------------------------------------
 class BatchDraftPass:
-    """Grows one tree per row with batched drafter passes; the drafter layout is restored on exit."""
+    """Grows one tree per row with batched drafter passes; the drafter layout is restored on
+    exit."""
 
     def __init__(self, drafter: Drafter, layout: BatchLayout, rows: Sequence[_Row]) -> None:
         self.drafter, self.layout, self.rows = drafter, layout, rows
@@ -337,7 +339,7 @@ def _keep_last(row: _Row, count: int) -> None:
         row.pending_first += extra
 
 
-# ---- the target side ---------------------------------------------------------------------------------
+# ---- the target side -----------------------------------------------------------------------------
 class SharedTarget:
     """The target's half of a batch in one KV cache (``BatchLayout``): prompts left-padded and
     prefilled together, one module pass per round. A row's numbers may depend on its batch in
@@ -373,7 +375,8 @@ class SharedTarget:
         ]
 
     def verify(self, rows: Sequence[_Row], trees: Sequence[DraftTree]):
-        """One target pass over every row's (root, tree): (trees, logits [N+1, V] and taps [N+1, 3H] per row)."""
+        """One target pass over every row's (root, tree): (trees, logits [N+1, V] and taps [N+1, 3H]
+        per row)."""
         layout, device = self.layout, self.layout.valid.device
         layout.ensure_room(max(t.size for t in trees) + 1)
         n, b = max(t.size for t in trees), len(rows)
@@ -460,7 +463,7 @@ class RowTargets:
             cache.length = length
 
 
-# ---- the loop ---------------------------------------------------------------------------------------
+# ---- the loop ------------------------------------------------------------------------------------
 def _draft_layout(drafter: Drafter, rows: Sequence[_Row], limit: TreeConfig) -> BatchLayout:
     """The drafter's cache, sized for the prompts, the answers and one round's tree of shape
     ``limit`` (its draft slots or a catch-up, whichever is larger, plus its nodes + 1 more: a

@@ -69,9 +69,10 @@ class NgramTable:
         min_share: float = 0.2,
         fingerprint: str | None = None,
     ) -> "NgramTable":
-        """Count every context of 1..``order`` tokens in ``sequences``; keep those seen ``min_count``
-        times whose best next token has at least ``min_share`` of them. The share is discounted by
-        one unseen continuation (count / (total + 1)), so a context seen 3 times out of 3 says 0.75."""
+        """Count every context of 1..``order`` tokens in ``sequences``; keep those seen
+        ``min_count`` times whose best next token has at least ``min_share`` of them. The share is
+        discounted by one unseen continuation (count / (total + 1)), so a context seen 3 times out
+        of 3 says 0.75."""
         counts: dict[tuple[int, ...], Counter] = defaultdict(Counter)
         for sequence in sequences:
             tokens = list(sequence)
@@ -118,7 +119,8 @@ class NgramTable:
 
     @classmethod
     def load(cls, path: str | Path, expect_fingerprint: str | None = None) -> "NgramTable":
-        """Read a table written by ``save``; ``expect_fingerprint``: refuse one made for another target."""
+        """Read a table written by ``save``; ``expect_fingerprint``: refuse one made for another
+        target."""
         try:
             with gzip.open(Path(path), "rb") as stream:
                 header = json.loads(stream.readline())
@@ -153,8 +155,8 @@ class NgramTable:
 
 
 class RequestIndex:
-    """Where each context of ``LOCAL_ORDERS`` tokens last ended in one request's tokens (prompt, then
-    output as it is committed): the token that followed it there is the local copy guess."""
+    """Where each context of ``LOCAL_ORDERS`` tokens last ended in one request's tokens (prompt,
+    then output as it is committed): the token that followed it there is the local copy guess."""
 
     def __init__(self, tokens: Sequence[int] = ()) -> None:
         self.tokens: list[int] = []
@@ -170,7 +172,8 @@ class RequestIndex:
                     self._ends[tuple(self.tokens[end - n : end])] = end
 
     def next_token(self, tail: Sequence[int]) -> int | None:
-        """The token that followed the longest of ``tail``'s last n tokens (n in ``LOCAL_ORDERS``)."""
+        """The token that followed the longest of ``tail``'s last n tokens (n in
+        ``LOCAL_ORDERS``)."""
         for n in LOCAL_ORDERS:
             if len(tail) >= n:
                 end = self._ends.get(tuple(tail[-n:]))
@@ -203,7 +206,8 @@ class CopySession:
         self.index.extend(tokens)
 
     def propose(self) -> tuple[list[int], list[float]]:
-        """A chain of up to ``max_length`` tokens after the committed ones, and each token's value."""
+        """A chain of up to ``max_length`` tokens after the committed ones, and each token's
+        value."""
         drafter, tail = self.drafter, self.index.tokens[-MAX_ORDER:]
         chain: list[int] = []
         values: list[float] = []

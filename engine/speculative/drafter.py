@@ -63,7 +63,8 @@ class DrafterConfig:
             self.hidden_size, self.draft_vocab_size
         ):
             raise ValueError(
-                f"lowrank_rank {self.lowrank_rank} must be in 1..{min(self.hidden_size, self.draft_vocab_size)}"
+                f"lowrank_rank {self.lowrank_rank} must be in "
+                f"1..{min(self.hidden_size, self.draft_vocab_size)}"
             )
         if self.lowrank_candidates < 1:
             raise ValueError("lowrank_candidates must be >= 1")
@@ -237,7 +238,8 @@ class Drafter(nn.Module):
             head = target.lm_head.weight.detach()
             if tuple(head.shape) != (c.vocab_size, c.hidden_size):
                 raise DrafterMismatchError(
-                    f"drafter needs a target lm_head of shape {(c.vocab_size, c.hidden_size)}, found {tuple(head.shape)}"
+                    f"drafter needs a target lm_head of shape {(c.vocab_size, c.hidden_size)}, "
+                    f"found {tuple(head.shape)}"
                 )
         else:
             self.check_vocab_map()
@@ -263,7 +265,8 @@ class Drafter(nn.Module):
             )
 
     def set_vocab_map(self, target_ids: torch.Tensor) -> None:
-        """Reduced vocabulary: draft id i stands for target id target_ids[i] ([draft_vocab] LongTensor)."""
+        """Reduced vocabulary: draft id i stands for target id target_ids[i] ([draft_vocab]
+        LongTensor)."""
         if self.d2t is None or target_ids.shape != self.d2t.shape:
             raise ValueError("set_vocab_map needs an own head and one target id per draft id")
         target_ids = target_ids.to(self.d2t.device, torch.long)
@@ -400,7 +403,8 @@ class Drafter(nn.Module):
 
     @torch.no_grad()
     def init_lowrank_from_head(self) -> None:
-        """W_r, U_r from a truncated SVD of the draft head: head ~= U_r @ W_r (sqrt(S) on each side)."""
+        """W_r, U_r from a truncated SVD of the draft head: head ~= U_r @ W_r (sqrt(S) on each
+        side)."""
         if self.lowrank_down is None:
             raise RuntimeError("this drafter has no low-rank head (lowrank_rank is None)")
         r = self.config.lowrank_rank

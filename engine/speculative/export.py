@@ -65,7 +65,8 @@ __all__ = [
 
 
 class ExportError(ValueError):
-    """The drafter cannot be written faithfully in the layout, or a directory is not a readable export."""
+    """The drafter cannot be written faithfully in the layout, or a directory is not a readable
+    export."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,8 @@ class ExportResult:
 
 # ---- what can be written ------------------------------------------------------------------------
 def default_taps(num_target_layers: int) -> tuple[int, int, int]:
-    """The layers whose input residual stream promptx (and vLLM, SGLang by default) feed the drafter."""
+    """The layers whose input residual stream promptx (and vLLM, SGLang by default) feed the
+    drafter."""
     n = num_target_layers
     return (2, n // 2, n - 3)
 
@@ -135,8 +137,9 @@ def _check(drafter: Drafter, target) -> None:
     c = drafter.config
     if c.hidden_size != c.target_hidden_size:
         raise ExportError(
-            f"drafter hidden size {c.hidden_size} differs from the target's {c.target_hidden_size}: "
-            "the engines feed the drafter the target's token embedding, which must be as wide"
+            f"drafter hidden size {c.hidden_size} differs from the target's "
+            f"{c.target_hidden_size}: the engines feed the drafter the target's token embedding, "
+            "which must be as wide"
         )
     if target is not None:
         for name, mine, theirs in (
@@ -155,27 +158,30 @@ def _check(drafter: Drafter, target) -> None:
 
 
 def notes(drafter: Drafter, fmt: str = "eagle3") -> list[str]:
-    """Where engines may read this drafter's export differently from promptx (empty: nowhere known)."""
+    """Where engines may read this drafter's export differently from promptx (empty: nowhere
+    known)."""
     c, out = drafter.config, []
     if c.chunk_norms:
         out.append(
-            "EAGLE-3.1 per-chunk norms are written as fc_norm: true + fc_norm.{0,1,2}.weight: vLLM and "
-            "SGLang releases with EAGLE-3.1 (fc_norm) support load them; older vLLM stops with a KeyError "
-            "on fc_norm.0.weight, older SGLang skips the tensors silently (worse drafts, same output), and "
-            "llama.cpp's converter may reject them"
+            "EAGLE-3.1 per-chunk norms are written as fc_norm: true + fc_norm.{0,1,2}.weight: "
+            "vLLM and SGLang releases with EAGLE-3.1 (fc_norm) support load them; older vLLM "
+            "stops with a KeyError on fc_norm.0.weight, older SGLang skips the tensors silently "
+            "(worse drafts, same output), and llama.cpp's converter may reject them"
         )
     if c.window is not None:
         out.append(
-            f'sliding window {c.window}: declared as layer_types ["sliding_attention"] + sliding_window '
-            f"{c.window}, which vLLM's Llama attention reads; SGLang's EAGLE-3 drafter ignores them (recent "
-            "SGLang has --speculative-draft-window-size, not checked here) and llama.cpp's was not checked: "
-            f"full attention there changes the drafts past {c.window} tokens of context (acceptance), "
-            "never the verified output"
+            f"sliding window {c.window}: declared as layer_types "
+            '["sliding_attention"] + sliding_window '
+            f"{c.window}, which vLLM's Llama attention reads; SGLang's EAGLE-3 drafter ignores "
+            "them (recent SGLang has --speculative-draft-window-size, not checked here) and "
+            "llama.cpp's was not checked: full attention there changes the drafts past "
+            f"{c.window} tokens of context (acceptance), never the verified output"
         )
     if c.lowrank_rank is not None:
         out.append(
-            f"the rank-{c.lowrank_rank} low-rank candidate head is not written: the engines score every draft "
-            "token with the exact head (lm_head.weight, written), which the low-rank head approximates"
+            f"the rank-{c.lowrank_rank} low-rank candidate head is not written: the engines "
+            "score every draft token with the exact head (lm_head.weight, written), which the "
+            "low-rank head approximates"
         )
     if drafter.lm_head is None:
         out.append(
@@ -183,7 +189,8 @@ def notes(drafter: Drafter, fmt: str = "eagle3") -> list[str]:
         )
     if fmt == "speculators":
         out.append(
-            "speculators is vLLM's layout; SGLang and llama.cpp read the flat eagle3 one (--format eagle3)"
+            "speculators is vLLM's layout; SGLang and llama.cpp read the flat eagle3 one "
+            "(--format eagle3)"
         )
     return out
 
@@ -243,7 +250,8 @@ def export_config(
     speculative_tokens: int = 3,
     fingerprint: str | None = None,
 ) -> dict:
-    """config.json of the export (the verifier fields and speculative_tokens matter to speculators only)."""
+    """config.json of the export (the verifier fields and speculative_tokens matter to speculators
+    only)."""
     provenance = {
         "format": fmt,
         "target_fingerprint": fingerprint or drafter.config.target_fingerprint,
@@ -442,7 +450,8 @@ def _drafter_config(top: dict, layer: dict) -> DrafterConfig:
 def import_eagle3(
     directory: str | Path, target=None, *, dtype: torch.dtype = torch.float32
 ) -> Drafter:
-    """A Drafter from an ``eagle3`` or ``speculators`` directory (promptx's exports and others' alike).
+    """A Drafter from an ``eagle3`` or ``speculators`` directory (promptx's exports and others'
+    alike).
 
     With ``target``: declared tap layers must be the default ones, and the drafter is attached.
     """

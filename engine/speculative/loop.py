@@ -131,7 +131,8 @@ class FixedTree(Planner):
 def drafter_catch_up(
     drafter: Drafter, state: DraftState, taps: torch.Tensor, next_tokens: Sequence[int]
 ) -> None:
-    """Feed target features ``taps`` [1, n, 3H] with the tokens that follow them; update the root output."""
+    """Feed target features ``taps`` [1, n, 3H] with the tokens that follow them; update the root
+    output."""
     cache = state.cache
     tokens = torch.tensor([list(next_tokens)], device=taps.device)
     positions = torch.arange(cache.length, cache.length + tokens.shape[1], device=taps.device)
@@ -361,7 +362,8 @@ def decode_speculative(
     while True:
         paced = time.perf_counter()
         steps = planner.plain_steps(cache.length)
-        # a chain-only model verifies one chain a round: a copy draft expected to beat the drafter's goes alone
+        # a chain-only model verifies one chain a round: a copy draft expected to beat the drafter's
+        # goes alone
         copy_alone = (
             planner.copy_instead(copies, cache.length)
             if not steps and copies is not None and model.layout.chains_only

@@ -36,7 +36,8 @@ class TreeConfig:
 
     @classmethod
     def chain(cls, length: int) -> "TreeConfig":
-        """A chain of ``length`` draft tokens; length 0 is a plain decoding step (nothing drafted)."""
+        """A chain of ``length`` draft tokens; length 0 is a plain decoding step (nothing
+        drafted)."""
         return cls(budget=length, max_depth=max(length, 1), top_k=1)
 
 
@@ -104,4 +105,5 @@ class Planner(ABC):
         return []
 
     def observe_copy(self, proposed: int, accepted: int) -> None:
-        """How many tokens of the last ``copy_chain`` the target accepted (default: nothing to learn)."""
+        """How many tokens of the last ``copy_chain`` the target accepted (default: nothing to
+        learn)."""

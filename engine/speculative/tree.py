@@ -61,7 +61,8 @@ class DraftTree:
         ):
             raise ValueError(
                 "tokens, parents and scores must be 1-D tensors of equal length, got "
-                f"{tuple(self.tokens.shape)}, {tuple(self.parents.shape)}, {tuple(self.scores.shape)}"
+                f"{tuple(self.tokens.shape)}, {tuple(self.parents.shape)}, "
+                f"{tuple(self.scores.shape)}"
             )
         self.token_list = self.tokens.tolist()
         parent_list = self.parent_list = self.parents.tolist()
@@ -148,9 +149,9 @@ class DraftTree:
 
 
 def graft_chain(tree: DraftTree, chain: Sequence[int]) -> DraftTree:
-    """``tree`` with the path ``chain`` below the root: its tokens follow existing nodes as far as they
-    match, the rest hang below as new nodes (appended, so topological order holds; scored just below
-    their parent, so drafted siblings keep their order ahead of them)."""
+    """``tree`` with the path ``chain`` below the root: its tokens follow existing nodes as far as
+    they match, the rest hang below as new nodes (appended, so topological order holds; scored just
+    below their parent, so drafted siblings keep their order ahead of them)."""
     tokens, parents, scores = list(tree.token_list), list(tree.parent_list), tree.scores.tolist()
     node = -1
     for token in chain:
@@ -325,7 +326,8 @@ class TreeExpansion:
         self.depth = 1
 
     def frontier(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(pool_indices, tokens, parent_pool_indices, depths), each [f]: the drafter's next inputs."""
+        """(pool_indices, tokens, parent_pool_indices, depths), each [f]: the drafter's next
+        inputs."""
         if self._frontier is None:
             raise RuntimeError("call start() first")
         tokens, parents, _, depths = self.pool()
@@ -333,7 +335,8 @@ class TreeExpansion:
         return idx, tokens[idx], parents[idx], depths[idx]
 
     def set_frontier(self, pool_indices: Sequence[int] | torch.Tensor) -> None:
-        """Expand these nodes of the newest level next, instead of the ``top_k`` best (a policy's choice)."""
+        """Expand these nodes of the newest level next, instead of the ``top_k`` best (a policy's
+        choice)."""
         _, _, _, depths = self.pool()
         idx = (
             torch.as_tensor(pool_indices, dtype=torch.long, device=depths.device)

@@ -82,7 +82,8 @@ def verify(
 def verify_greedy(
     tree: DraftTree, target_logits: torch.Tensor, history: Sequence[int], params: SamplingParams
 ) -> VerifyResult:
-    """Follow the children equal to the target's argmax; the target's token at the end is the bonus."""
+    """Follow the children equal to the target's argmax; the target's token at the end is the
+    bonus."""
     _check_logits(tree, target_logits)
     node_history = list(history)
     accepted: list[int] = []
@@ -105,7 +106,8 @@ def verify_sampling(
     params: SamplingParams,
     generator: torch.Generator,
 ) -> VerifyResult:
-    """Accept children with probability p(x) over the residual; sample the bonus from the residual."""
+    """Accept children with probability p(x) over the residual; sample the bonus from the
+    residual."""
     _check_logits(tree, target_logits)
     node_history = list(history)
     accepted: list[int] = []

@@ -30,9 +30,11 @@ Full CPU pipeline (from the repository root, the embedded SmolLM2-135M-Instruct;
 
     promptx draft generate-data --out runs/draft-data --limit 2000 --batch-size 16 --threads 2
     promptx draft train --data runs/draft-data --out runs/drafter --draft-vocab 8192 \\
-        --epochs 2 --batch-size 4 --lr 3e-4 --ttt-steps 7 --lowrank-rank 64 --lowrank-candidates 256 --threads 2
+        --epochs 2 --batch-size 4 --lr 3e-4 --ttt-steps 7 --lowrank-rank 64 \\
+        --lowrank-candidates 256 --threads 2
     promptx draft eval --drafter runs/drafter/drafter --prompts 8 --compare --threads 2
-    # ship it: copy runs/drafter/drafter/ to promptx/drafters/<name>/ (config.json + model.safetensors)
+    # ship it: copy runs/drafter/drafter/ to promptx/drafters/<name>/ (config.json +
+    # model.safetensors)
 
 Before ``promptx draft`` is registered in the main CLI the same commands run as
 ``python -m promptx.cli.draft generate-data ...``.

@@ -80,7 +80,8 @@ def save_checkpoint(
 
 
 def load_state(checkpoint: Path, fingerprint: str, optimizer, scheduler) -> dict:
-    """Restore optimizer, scheduler and RNG from ``checkpoint``; its state dict (step, epoch, position).
+    """Restore optimizer, scheduler and RNG from ``checkpoint``; its state dict
+    (step, epoch, position).
 
     Raises ValueError when the checkpoint was made from other data or settings."""
     state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=False)

@@ -1,4 +1,5 @@
-"""Self-distillation data: the target's own responses to rendered prompts, as token ids + loss masks.
+"""Self-distillation data: the target's own responses to rendered prompts, as token ids + loss
+masks.
 
 Input: ``GenerationItem``s (prompt token ids already rendered through a chat
 template, sampling parameters, an id that is stable across runs, and the
@@ -74,7 +75,8 @@ class Record:
     def __post_init__(self) -> None:
         if len(self.input_ids) != len(self.loss_mask):
             raise DataError(
-                f"record {self.id}: {len(self.input_ids)} ids but {len(self.loss_mask)} mask entries"
+                f"record {self.id}: {len(self.input_ids)} ids but "
+                f"{len(self.loss_mask)} mask entries"
             )
 
     @property
@@ -283,7 +285,8 @@ class _RecordingStop(StopChecker):
 def generate_reference(
     model, item: GenerationItem, eos_ids: Sequence[int]
 ) -> tuple[list[int], str]:
-    """One response with ``decode_autoregressive``: (tokens incl. the EOS it stopped on, finish reason)."""
+    """One response with ``decode_autoregressive``: (tokens incl. the EOS it stopped on, finish
+    reason)."""
     stop = _RecordingStop(eos_ids, item.params.max_new_tokens)
     tokens = list(decode_autoregressive(model, list(item.prompt_ids), item.params, stop))
     if stop.eos_token is not None:
@@ -355,8 +358,8 @@ def _record(item: GenerationItem, response: list[int], finish: str) -> Record:
 def _windows(
     items: list[GenerationItem], batch_size: int, window: int
 ) -> Iterator[list[GenerationItem]]:
-    """Batches in item order, regrouped inside windows so that items of one prefix and similar length
-    decode together (less left padding)."""
+    """Batches in item order, regrouped inside windows so that items of one prefix and similar
+    length decode together (less left padding)."""
     for begin in range(0, len(items), window):
         chunk = sorted(
             items[begin : begin + window],

@@ -102,7 +102,8 @@ def candidate_recall(
 
 
 def lowrank_kl(drafter: Drafter, states: torch.Tensor) -> torch.Tensor:
-    """Mean forward KL(p_full || q_lowrank) over the rows; gradients reach only the low-rank factors."""
+    """Mean forward KL(p_full || q_lowrank) over the rows; gradients reach only the low-rank
+    factors."""
     with torch.no_grad():
         logp = torch.log_softmax(drafter.logits(states).float(), dim=-1)
     logq = torch.log_softmax(drafter.lowrank_logits(states).float(), dim=-1)
@@ -178,7 +179,8 @@ def lowrank_stage(
     seed: int = 0,
     progress: bool = True,
 ) -> LowrankResult:
-    """SVD init (optional), collect states, train the low-rank factors; recall before/after on held-out states."""
+    """SVD init (optional), collect states, train the low-rank factors; recall before/after on
+    held-out states."""
     started = time.perf_counter()
     if init_from_svd:
         drafter.init_lowrank_from_head()

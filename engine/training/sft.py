@@ -1,4 +1,5 @@
-"""Supervised fine-tuning of the target runtime with LoRA: loss on answer tokens, AdamW, checkpoints.
+"""Supervised fine-tuning of the target runtime with LoRA: loss on answer tokens, AdamW,
+checkpoints.
 
 ``train_lora`` trains the adapters ``engine.training.lora.attach_lora`` put on a
 ``Transformer``: batches of ``Record`` (``loss_mask`` 1 = answer token, the
@@ -101,7 +102,8 @@ def _hidden(model: Transformer, tokens: torch.Tensor) -> torch.Tensor:
 
 
 def answer_loss(model: Transformer, records: Sequence[Record], max_length: int | None = None):
-    """Mean next-token cross-entropy over the answer tokens of ``records``; (loss, answer tokens, tokens)."""
+    """Mean next-token cross-entropy over the answer tokens of ``records``; (loss, answer tokens,
+    tokens)."""
     device = model.embed_tokens.weight.device
     _, tokens, loss_mask, _ = collate(records, max_length, device)
     predicted = loss_mask[:, 1:].bool()  # position t predicts token t+1

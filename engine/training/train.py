@@ -113,7 +113,7 @@ class TrainResult:
         return self.steps_run / self.train_seconds if self.train_seconds > 0 else 0.0
 
 
-# ---- the drafter ----------------------------------------------------------------------------------
+# ---- the drafter ---------------------------------------------------------------------------------
 def build_drafter(
     target,
     records: Sequence[Record] = (),
@@ -213,7 +213,8 @@ def warm_start(
 
 @torch.no_grad()
 def _revocab(drafter: Drafter, old_ids: torch.Tensor, new_ids: torch.Tensor, target) -> None:
-    """Install the vocabulary ``new_ids``; head rows follow their token (new ones: the target's rows)."""
+    """Install the vocabulary ``new_ids``; head rows follow their token (new ones: the target's
+    rows)."""
     head = drafter.lm_head.weight
     old_row = {int(t): i for i, t in enumerate(old_ids.tolist())}
     target_head = target.lm_head.weight.detach().to(head.device, head.dtype)
@@ -227,7 +228,8 @@ def _revocab(drafter: Drafter, old_ids: torch.Tensor, new_ids: torch.Tensor, tar
 def _trainable(
     drafter: Drafter, lowrank: bool = False, freeze_head: bool = False
 ) -> list[torch.nn.Parameter]:
-    """Set requires_grad: stage 1 trains all but the low-rank factors (and the head if frozen); stage 2 only them."""
+    """Set requires_grad: stage 1 trains all but the low-rank factors (and the head if frozen);
+    stage 2 only them."""
     params = []
     for name, p in drafter.named_parameters():
         wanted = name.startswith("lowrank_") == lowrank and not (
@@ -239,11 +241,12 @@ def _trainable(
     return params
 
 
-# ---- batches ----------------------------------------------------------------------------------------
+# ---- batches -------------------------------------------------------------------------------------
 def epoch_batches(
     lengths: Sequence[int], batch_size: int, seed: int, epoch: int
 ) -> list[list[int]]:
-    """Record indices per batch for one epoch: shuffled, length-grouped, deterministic in (seed, epoch)."""
+    """Record indices per batch for one epoch: shuffled, length-grouped, deterministic in
+    (seed, epoch)."""
     gen = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
     perm = torch.randperm(len(lengths), generator=gen).tolist()
     group = batch_size * 16
@@ -278,7 +281,8 @@ def train_step(
     max_length: int | None = None,
     prefix_cache: PrefixCache | None = None,
 ) -> TTTLoss:
-    """Forward of one batch: target features on the fly, TTT unroll, loss (call .loss.backward())."""
+    """Forward of one batch: target features on the fly, TTT unroll, loss (call
+    .loss.backward())."""
     outputs, features, labels, start = unroll_batch(
         target, drafter, records, steps=steps, max_length=max_length, prefix_cache=prefix_cache
     )
@@ -318,7 +322,7 @@ def unroll_batch(
     )
 
 
-# ---- validation ------------------------------------------------------------------------------------
+# ---- validation ----------------------------------------------------------------------------------
 @torch.no_grad()
 def evaluate_loss(
     target,
@@ -331,7 +335,8 @@ def evaluate_loss(
     max_length: int | None = None,
     prefix_cache: PrefixCache | None = None,
 ) -> dict:
-    """Mean TTT loss (per batch) and per-step accuracy (draft argmax == target argmax) over ``records``."""
+    """Mean TTT loss (per batch) and per-step accuracy (draft argmax == target argmax) over
+    ``records``."""
     hits, counts = [0.0] * steps, [0] * steps
     loss_sum, batches = 0.0, 0
     for i in range(0, len(records), batch_size):
@@ -437,7 +442,7 @@ def _validate(target, drafter, val_records, config: TrainConfig, eos_ids, prefix
     return out
 
 
-# ---- checkpoints -----------------------------------------------------------------------------------
+# ---- checkpoints ---------------------------------------------------------------------------------
 def _data_fingerprint(records: Sequence[Record], config: TrainConfig, drafter: Drafter) -> str:
     keep = {
         k: v
@@ -463,7 +468,8 @@ def _save_checkpoint(
 
 
 def warmup_cosine(warmup_steps: int, min_lr_ratio: float, total: int) -> Callable[[int], float]:
-    """LR factor per step: linear warm-up to 1, then cosine decay to ``min_lr_ratio`` at ``total``."""
+    """LR factor per step: linear warm-up to 1, then cosine decay to ``min_lr_ratio`` at
+    ``total``."""
     warmup = max(0, warmup_steps)
 
     def factor(step: int) -> float:
@@ -477,7 +483,7 @@ def warmup_cosine(warmup_steps: int, min_lr_ratio: float, total: int) -> Callabl
     return factor
 
 
-# ---- the loop --------------------------------------------------------------------------------------
+# ---- the loop ------------------------------------------------------------------------------------
 def train_drafter(
     target,
     drafter: Drafter,
@@ -491,7 +497,8 @@ def train_drafter(
     progress: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> TrainResult:
-    """Train ``drafter`` (attached to the frozen ``target``) on the records; see the module docstring."""
+    """Train ``drafter`` (attached to the frozen ``target``) on the records; see the module
+    docstring."""
     config = config or TrainConfig()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

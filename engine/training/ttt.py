@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 
-# ---- layout ---------------------------------------------------------------------------------------
+# ---- layout --------------------------------------------------------------------------------------
 def ttt_mask(
     length: int, steps: int, start: int = 0, device: torch.device | str | None = None
 ) -> torch.Tensor:
@@ -70,7 +70,8 @@ def ttt_mask(
     """
     if steps < 1 or not 0 <= start < length:
         raise ValueError(
-            f"need steps >= 1 and 0 <= start < length, got steps={steps} start={start} length={length}"
+            "need steps >= 1 and 0 <= start < length, "
+            f"got steps={steps} start={start} length={length}"
         )
     t, tq = length, length - start
     n = t + (steps - 1) * tq
@@ -113,7 +114,7 @@ def steps_start(labels: torch.Tensor, steps: int) -> int:
     return max(0, min(int(rows[0]) - steps, labels.shape[1] - 1))
 
 
-# ---- unroll ---------------------------------------------------------------------------------------
+# ---- unroll --------------------------------------------------------------------------------------
 def ttt_forward(
     drafter, hidden: torch.Tensor, tokens: torch.Tensor, steps: int = DEFAULT_STEPS, start: int = 0
 ) -> list[torch.Tensor]:
@@ -152,7 +153,7 @@ def ttt_forward(
     return outputs
 
 
-# ---- target side ----------------------------------------------------------------------------------
+# ---- target side ---------------------------------------------------------------------------------
 @dataclass
 class _PrefixEntry:
     k: torch.Tensor  # [L, 1, Hkv, P, D]
@@ -217,7 +218,8 @@ def target_features(
     prefix_lens: Sequence[int] | None = None,
     prefix_cache: PrefixCache | None = None,
 ) -> TargetFeatures:
-    """Run the frozen target on each sequence (right-padded into [B, T]); logits only where labels are.
+    """Run the frozen target on each sequence (right-padded into [B, T]); logits only where labels
+    are.
 
     vocab_ids: target ids of the draft vocabulary (None = full vocabulary).
     prefix_lens: per sequence, a prefix shared with other sequences (served from ``prefix_cache``).
@@ -258,7 +260,7 @@ def target_features(
     return TargetFeatures(taps, logits, argmax, offset)
 
 
-# ---- loss ---------------------------------------------------------------------------------------------
+# ---- loss ----------------------------------------------------------------------------------------
 @dataclass
 class TTTLoss:
     loss: torch.Tensor  # scalar, differentiable

@@ -35,7 +35,8 @@ ALIGN = 64  # bytes: torch's own allocations are aligned so; a tensor read from 
 
 
 def store_path(model_dir: str | Path, identity: str) -> Path:
-    """Where the int4 form of the model in ``model_dir`` (``identity``: its weight files) is kept."""
+    """Where the int4 form of the model in ``model_dir`` (``identity``: its weight files) is
+    kept."""
     key = "|".join([identity, torch.__version__, torch.backends.cpu.get_cpu_capability(), FORMAT])
     return (
         cache_root()

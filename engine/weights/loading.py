@@ -1,4 +1,5 @@
-"""Load a target model from a Hugging Face style directory into ``engine.runtime.model.Transformer``.
+"""Load a target model from a Hugging Face style directory into
+``engine.runtime.model.Transformer``.
 
 Reads ``config.json`` and the ``*.safetensors`` shards, fuses q/k/v and
 gate/up projections into single matmuls, and casts to the requested dtype.

@@ -58,8 +58,8 @@ def make_planner(kind: str, target, drafter, fixed, quiet: bool = True, copy_tab
             import sys
 
             print(
-                "promptx: measuring this machine's decoding costs once (promptx calibrate does a full "
-                "calibration)...",
+                "promptx: measuring this machine's decoding costs once "
+                "(promptx calibrate does a full calibration)...",
                 file=sys.stderr,
             )
 

@@ -128,7 +128,8 @@ class EmbeddedBackend(Backend):
         """Each phrase's mean log-probability after the prompt and its frame, less half its mean
         log-probability after the frame alone (kept per phrase, measured in the same pass the first
         time): a phrase the prompt makes likelier wins, not merely a common one, and not merely a
-        rare one either (full pointwise mutual information favoured odd phrases: docs/quality.md)."""
+        rare one either (full pointwise mutual information favoured odd phrases:
+        docs/quality.md)."""
         if not options:
             return []
         missing = [o for o in dict.fromkeys(options) if o not in self._phrase_prior]
@@ -311,8 +312,8 @@ PRIOR_WEIGHT = 0.5
 
 
 def _resolve_dtype(dtype: str | None, device, drafter) -> str:
-    """ "auto" is the fastest precision for this device (``engine.runtime.device.fastest_dtype``: plain
-    decoding in mixed precision on CPUs without native bf16); with an explicit drafter it is
+    """ "auto" is the fastest precision for this device (``engine.runtime.device.fastest_dtype``:
+    plain decoding in mixed precision on CPUs without native bf16); with an explicit drafter it is
     the exact default precision, so that the drafter is used."""
     from engine import fastest_dtype
 

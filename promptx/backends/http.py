@@ -63,7 +63,10 @@ def describe_transport_error(exc: httpx.TransportError, server: str, timeout: ht
     if isinstance(exc, httpx.ConnectTimeout):
         return f"cannot connect to {server}: no answer within {timeout.connect:g} s"
     if isinstance(exc, httpx.ReadTimeout):
-        return f"{server} sent nothing for {timeout.read:g} s (read timeout); raise it for slow servers"
+        return (
+            f"{server} sent nothing for {timeout.read:g} s (read timeout); "
+            "raise it for slow servers"
+        )
     if isinstance(exc, httpx.ConnectError):
         lowered = text.lower()
         if "name or service" in lowered or "nodename" in lowered or "resolution" in lowered:

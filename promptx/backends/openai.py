@@ -68,7 +68,10 @@ class OpenAIBackend(Backend):
         self._listing: dict | None = None
 
     def __repr__(self) -> str:  # never the key
-        return f"OpenAIBackend(base_url={self.base_url!r}, model={self._model!r}, vision={self.vision})"
+        return (
+            f"OpenAIBackend(base_url={self.base_url!r}, model={self._model!r}, "
+            f"vision={self.vision})"
+        )
 
     # -- what Enhancer reads ---------------------------------------------------------------------
     @property

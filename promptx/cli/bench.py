@@ -33,7 +33,7 @@ RANDOM_DRAFTER_WARNING = (
 )
 
 
-# ---- options ---------------------------------------------------------------------------------------
+# ---- options -------------------------------------------------------------------------------------
 def _split(value: str) -> list[str]:
     return [part.strip().lower() for part in value.split(",") if part.strip()]
 
@@ -80,7 +80,7 @@ def check_concurrency(value: int) -> None:
         )
 
 
-# ---- prompts ---------------------------------------------------------------------------------------
+# ---- prompts -------------------------------------------------------------------------------------
 def render_prompt(
     spec: PromptSpec, tokenizer, default_target: str, registry, prompt_style: str = "full"
 ) -> tuple[list[int], str]:
@@ -127,7 +127,7 @@ def bench_prompts(
     return prompts
 
 
-# ---- model and drafter -----------------------------------------------------------------------------
+# ---- model and drafter ---------------------------------------------------------------------------
 def choose_drafter(generator, path: Path | None, seed: int) -> tuple[object, dict]:
     """(drafter, report entry): --drafter PATH, else a shipped one, else a random one."""
     from ..backends.drafters import find_drafter, load_drafter_for
@@ -141,7 +141,7 @@ def choose_drafter(generator, path: Path | None, seed: int) -> tuple[object, dic
     return random_drafter(generator.model, seed), {"path": None, "random": True}
 
 
-# ---- outputs ---------------------------------------------------------------------------------------
+# ---- outputs -------------------------------------------------------------------------------------
 def _fmt(value, digits: int = 2) -> str:
     if value is None:
         return "-"
@@ -234,13 +234,14 @@ def _speculative_tables(spec: dict[str, dict]) -> list[str]:
 
 
 def markdown_summary(report: dict) -> str:
-    """The report as markdown: runs and peers, tree vs chain, tok/s and tau per task, hit rates, entropy
-    quartiles."""
+    """The report as markdown: runs and peers, tree vs chain, tok/s and tau per task, hit rates,
+    entropy quartiles."""
     m, s = report["machine"], report["settings"]
     name = (report.get("model") or {}).get("name", "model")
     lines = [
-        f"## promptx bench: {name}, {m['dtype']}, {m['torch_threads']} threads, {s['num_prompts']} prompts "
-        f"x {s['max_new_tokens']} new tokens, temperature {s['temperature']}",
+        f"## promptx bench: {name}, {m['dtype']}, {m['torch_threads']} threads, "
+        f"{s['num_prompts']} prompts x {s['max_new_tokens']} new tokens, "
+        f"temperature {s['temperature']}",
         "",
     ] + _runs_table(report)
     if report["tree_vs_chain"]:
@@ -339,7 +340,8 @@ PLOT_NAMES = tuple(p[0] for p in PLOTS)
 
 
 def write_plots(report: dict, out: Path) -> list[str]:
-    """Write the PNG plots that have data; return their file names. Needs matplotlib (extra ``plot``)."""
+    """Write the PNG plots that have data; return their file names. Needs matplotlib (extra
+    ``plot``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -371,7 +373,8 @@ def write_outputs(report: dict, out: Path | None) -> str:
         import matplotlib  # noqa: F401
     except ImportError:
         report["notes"].append(
-            "matplotlib is not installed: plots skipped (pip install -e '.[plot]' in promptx's checkout)"
+            "matplotlib is not installed: plots skipped "
+            "(pip install -e '.[plot]' in promptx's checkout)"
         )
     else:
         report["plots"] = write_plots(report, out)
@@ -381,7 +384,7 @@ def write_outputs(report: dict, out: Path | None) -> str:
     return summary
 
 
-# ---- the command -----------------------------------------------------------------------------------
+# ---- the command ---------------------------------------------------------------------------------
 SUITES_DIR = Path(__file__).resolve().parent.parent / "suites"
 
 
@@ -407,7 +410,8 @@ def suite_file(name: str) -> Path:
     type=click.Choice(("auto", *FORMATS)),
     default="auto",
     show_default=True,
-    help="Prompt file format: text (one per line), jsonl (prompt/task/image), specbench (turns/category).",
+    help="Prompt file format: text (one per line), jsonl (prompt/task/image), "
+    "specbench (turns/category).",
 )
 @click.option(
     "-t",
@@ -441,7 +445,8 @@ def suite_file(name: str) -> Path:
     "--modes",
     default="none,chain,tree,harness",
     show_default=True,
-    help="none, chain, tree, harness (the cost-aware planner; uses the stored cost table or a quick calibration).",
+    help="none, chain, tree, harness (the cost-aware planner; uses the stored cost table or a "
+    "quick calibration).",
 )
 @click.option(
     "--concurrency",
@@ -466,7 +471,8 @@ def suite_file(name: str) -> Path:
     "--dtype",
     default="auto",
     show_default=True,
-    help="float32, bfloat16, int4 or auto (int4 where it is faster and lossless, else bf16 where native, else float32).",
+    help="float32, bfloat16, int4 or auto (int4 where it is faster and lossless, else bf16 where "
+    "native, else float32).",
 )
 @click.option("--device", help="cpu or cuda (default: cuda when available).")
 @click.option(

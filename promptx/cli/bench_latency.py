@@ -1,4 +1,5 @@
-"""``promptx bench --latency``: what one warm ``enhance`` call costs, stage by stage, and llama.cpp beside it.
+"""``promptx bench --latency``: what one warm ``enhance`` call costs, stage by stage, and llama.cpp
+beside it.
 
 The command side of ``promptx.latency``: it loads one ``Enhancer`` (the model once),
 starts llama.cpp in its own process (``engine.bench.make_peers``, decoding through EOS
@@ -34,13 +35,14 @@ STAGE_LABELS = {
 }
 PEER_LABELS = {"llamacpp": "llama.cpp"}
 METHOD_NOTE = (
-    "stages partition each call's wall time (each moment charged to the innermost stage running), so "
-    "the stage means add up to the mean total; medians and p90s need not add up"
+    "stages partition each call's wall time (each moment charged to the innermost stage "
+    "running), so the stage means add up to the mean total; medians and p90s need not add up"
 )
 
 
 def latency_items(specs, target: str) -> list[LatencyItem]:
-    """The prompts of a prompt file as enhance calls (Spec-Bench questions are not enhance prompts)."""
+    """The prompts of a prompt file as enhance calls (Spec-Bench questions are not enhance
+    prompts)."""
     if any(spec.raw_chat for spec in specs):
         raise InvalidInputError(
             "--latency times enhance calls: give promptx prompts (a text or JSONL file, or "
@@ -131,11 +133,11 @@ def run_latency_bench(
         comparison["label"] = PEER_LABELS.get(comparison["peer"], comparison["peer"])
         if comparison["available"]:
             notes.append(
-                f"{comparison['label']} decoded each attempt's prompt ids to the same number of new "
-                f"tokens (through EOS) on the model's GGUF file, "
+                f"{comparison['label']} decoded each attempt's prompt ids to the same number of "
+                f"new tokens (through EOS) on the model's GGUF file, "
                 + (
-                    "reusing the KV of the prompt prefix it shares with the previous prompt, as promptx "
-                    "does here"
+                    "reusing the KV of the prompt prefix it shares with the previous prompt, "
+                    "as promptx does here"
                     if keep_prefix
                     else "prefilling each prompt whole, as promptx does here"
                 )
@@ -173,7 +175,7 @@ def run_latency_bench(
     }
 
 
-# ---- outputs ---------------------------------------------------------------------------------------
+# ---- outputs -------------------------------------------------------------------------------------
 def _fmt(value, digits: int = 1) -> str:
     if value is None:
         return "-"
@@ -244,8 +246,8 @@ def latency_markdown(report: dict) -> str:
     m, s, lat = report["machine"], report["settings"], report["latency"]
     name = (report.get("model") or {}).get("name", "model")
     lines = [
-        f"## promptx bench --latency: {name}, {m['dtype']}, {m['torch_threads']} threads, {lat['requests']} "
-        f"warm enhance calls, strength {s['strength']}",
+        f"## promptx bench --latency: {name}, {m['dtype']}, {m['torch_threads']} threads, "
+        f"{lat['requests']} warm enhance calls, strength {s['strength']}",
         "",
     ]
     lines += stage_table(lat)
@@ -254,8 +256,9 @@ def latency_markdown(report: dict) -> str:
         "",
         f"stage medians add up to {lat['stage_medians_sum_ms']:.1f} ms (median total "
         f"{lat['total']['median_ms']:.1f} ms); other: the backend around the engine's decode "
-        f"{parts['backend']['median_ms']:.1f} ms, the enhancer's own {parts['enhancer']['median_ms']:.1f} "
-        f"ms (medians); {s['warmup_calls']} warm-up call(s) not counted",
+        f"{parts['backend']['median_ms']:.1f} ms, the enhancer's own "
+        f"{parts['enhancer']['median_ms']:.1f} ms (medians); {s['warmup_calls']} warm-up call(s) "
+        "not counted",
         "",
     ]
     lines += _table(

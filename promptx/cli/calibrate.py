@@ -69,7 +69,8 @@ def summary_lines(table) -> list[str]:
     "--dtype",
     default="auto",
     show_default=True,
-    help="float32, bfloat16, int4 or auto (int4 where it is faster and lossless, else bf16 where native, else float32).",
+    help="float32, bfloat16, int4 or auto (int4 where it is faster and lossless, else bf16 where "
+    "native, else float32).",
 )
 @click.option("--device", help="cpu or cuda (default: cuda when available).")
 @click.option(

@@ -115,7 +115,7 @@ class PromptSpec:
     image: bool = False  # synthesize image facts (as if an image had been given)
 
 
-# ---- prompt sources ---------------------------------------------------------------------------------
+# ---- prompt sources ------------------------------------------------------------------------------
 def _lines(path: Path) -> list[str]:
     if not path.is_file():
         return []
@@ -176,7 +176,8 @@ def _i2i_specs(captions: list[str], rng: random.Random, source: str) -> list[Pro
 def load_prompt_specs(
     prompts_dir: str | Path, tasks: Sequence[str] = TASKS, *, seed: int = 0, heldout: bool = False
 ) -> dict[str, list[PromptSpec]]:
-    """Prompt specs per task from the public prompt sets (``heldout``: the sets not used for training)."""
+    """Prompt specs per task from the public prompt sets (``heldout``: the sets not used for
+    training)."""
     root = Path(prompts_dir)
     if not root.is_dir():
         raise click.ClickException(f"prompt directory {root} does not exist (see --prompts-dir)")
@@ -232,7 +233,7 @@ def _interleave(per_task: dict[str, list[PromptSpec]], seed: int) -> Iterator[Pr
                 yield q[i]
 
 
-# ---- rendering into generation items ---------------------------------------------------------------
+# ---- rendering into generation items -------------------------------------------------------------
 def _image_for(key: str):
     from PIL import Image
 
@@ -243,7 +244,8 @@ def _image_for(key: str):
 
 
 def prefix_length(tokenizer, messages: list[dict], ids: Sequence[int]) -> int:
-    """Tokens of the chat before its last user turn (shared by prompts of one profile/style/language)."""
+    """Tokens of the chat before its last user turn (shared by prompts of one
+    profile/style/language)."""
     try:
         head = tokenizer.encode(tokenizer.render_chat(messages[:-1], add_generation_prompt=False))
     except Exception:  # noqa: BLE001 - a template that cannot render a partial chat: no sharing
@@ -371,7 +373,7 @@ def build_items(
     return items
 
 
-# ---- shared options -----------------------------------------------------------------------------------
+# ---- shared options ------------------------------------------------------------------------------
 def _setup_threads(threads: int | None) -> None:
     if threads:
         import torch
@@ -380,7 +382,8 @@ def _setup_threads(threads: int | None) -> None:
 
 
 def _load_target(model: str | None, quiet: bool, dtype: str = "float32"):
-    """(target, tokenizer, model directory); float32 unless asked: the precision drafters train and verify in."""
+    """(target, tokenizer, model directory); float32 unless asked: the precision drafters train and
+    verify in."""
     _, directory, generator = load_generator(model, dtype, quiet=quiet)
     return generator.model, generator.tokenizer, directory
 
@@ -446,8 +449,8 @@ def draft() -> None:
     "--dtype",
     default="float32",
     show_default=True,
-    help="Precision the answers are decoded in (float32, bfloat16, int4, auto). Training always runs "
-    "the target in float32 over the stored tokens, so a faster precision only changes which "
+    help="Precision the answers are decoded in (float32, bfloat16, int4, auto). Training always "
+    "runs the target in float32 over the stored tokens, so a faster precision only changes which "
     "contexts the drafter sees (int4: ~1.9x float32's tokens/s on the project machine).",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -665,7 +668,8 @@ def train(
         else (lambda text: click.echo(f"promptx draft: {text}", err=True))
     )
     log(
-        f"{len(train_records)} training / {len(val_records)} validation records; vocabulary {json.dumps(info)}"
+        f"{len(train_records)} training / {len(val_records)} validation records; "
+        f"vocabulary {json.dumps(info)}"
     )
     config = TrainConfig(
         epochs=epochs,
@@ -801,7 +805,8 @@ def eval_(
     threads,
     quiet,
 ) -> None:
-    """tau per task of a drafter on held-out prompts (optionally with the speed-up over plain decoding)."""
+    """tau per task of a drafter on held-out prompts (optionally with the speed-up over plain
+    decoding)."""
     from engine import decode_autoregressive
     from engine import SamplingParams
     from engine import StopChecker
@@ -891,7 +896,7 @@ def eval_(
     )
 
 
-# ---- export ---------------------------------------------------------------------------------------------
+# ---- export --------------------------------------------------------------------------------------
 _TARGET_PLACEHOLDER = "TARGET"
 
 
@@ -924,7 +929,8 @@ def _source_config(directory: Path) -> dict:
 
 
 def launch_lines(out_dir: Path, fmt: str, target: str, k: int) -> list[str]:
-    """The commands that serve the target with the exported drafter (paths filled in, shell-quoted)."""
+    """The commands that serve the target with the exported drafter (paths filled in,
+    shell-quoted)."""
     d, t = shlex.quote(str(out_dir)), shlex.quote(target)
     spec = json.dumps(
         {"method": "eagle3", "model": str(out_dir), "num_speculative_tokens": k},
@@ -937,7 +943,8 @@ def launch_lines(out_dir: Path, fmt: str, target: str, k: int) -> list[str]:
                 f"  (or: vllm serve {d}, which serves the verifier named in its config.json)"
             )
         return lines + [
-            "SGLang and llama.cpp read the flat eagle3 layout: export with --format eagle3 for them."
+            "SGLang and llama.cpp read the flat eagle3 layout: "
+            "export with --format eagle3 for them."
         ]
     sglang = (
         f"  python -m sglang.launch_server --model-path {t} --speculative-algorithm EAGLE3 "
@@ -951,9 +958,10 @@ def launch_lines(out_dir: Path, fmt: str, target: str, k: int) -> list[str]:
         f"  python convert_hf_to_gguf.py {t} --outfile target.gguf",
         f"  python convert_hf_to_gguf.py {d} --target-model-dir {t} --outfile draft.gguf",
         "  llama-server -m target.gguf -md draft.gguf --spec-type draft-eagle3",
-        "  (the converter reads the tap layers from eagle_config.eagle_aux_hidden_state_layer_ids, which the "
-        "export omits; check that llama-server logs the inputs of the same layers as promptx taps: some "
-        "converter versions fall back to another model's [1, 18, 35])",
+        "  (the converter reads the tap layers from "
+        "eagle_config.eagle_aux_hidden_state_layer_ids, which the export omits; check that "
+        "llama-server logs the inputs of the same layers as promptx taps: some converter versions "
+        "fall back to another model's [1, 18, 35])",
     ]
     return lines
 
@@ -979,8 +987,8 @@ def launch_lines(out_dir: Path, fmt: str, target: str, k: int) -> list[str]:
 @click.option(
     "--target-dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="The target as a Hugging Face directory the engines load, filled into the printed commands "
-    "(promptx models export --out DIR writes the embedded one).",
+    help="The target as a Hugging Face directory the engines load, filled into the printed "
+    "commands (promptx models export --out DIR writes the embedded one).",
 )
 @click.option(
     "--num-speculative-tokens",
@@ -1034,8 +1042,8 @@ def export(drafter_ref, fmt, out_dir, model, target_dir, k, quiet) -> None:
     if target_dir is None:
         click.echo(
             f"{_TARGET_PLACEHOLDER} below: the target as a Hugging Face directory "
-            f"(promptx models export --out {_TARGET_PLACEHOLDER} writes {source.name}); the drafter reads "
-            f"the inputs of its layers {taps}"
+            f"(promptx models export --out {_TARGET_PLACEHOLDER} writes {source.name}); "
+            f"the drafter reads the inputs of its layers {taps}"
         )
     else:
         click.echo(

@@ -1,7 +1,7 @@
-"""``promptx enhance`` through a running ``promptx serve`` (``--server URL`` or ``$PROMPTX_SERVER``):
-one prompt sent to ``POST /v1/enhance``, so that the command imports neither torch nor the
-engine and loads no model. The answer is the same ``EnhancedPrompt`` an in-process run returns,
-and the server's error answers become the same typed errors (so the same one line and exit
+"""``promptx enhance`` through a running ``promptx serve`` (``--server URL`` or
+``$PROMPTX_SERVER``): one prompt sent to ``POST /v1/enhance``, so that the command imports neither
+torch nor the engine and loads no model. The answer is the same ``EnhancedPrompt`` an in-process run
+returns, and the server's error answers become the same typed errors (so the same one line and exit
 status). A server that does not answer (refused, down, timed out, still loading, busy, not a
 promptx server) is ``Unavailable``: the command then enhances in its own process.
 

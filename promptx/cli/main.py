@@ -166,8 +166,8 @@ def _stdin_text() -> str:
     "--file",
     "file",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="A batch: one prompt per line, or JSON lines with prompt (and id, target, image, caption); "
-    "prints one JSON line per row.",
+    help="A batch: one prompt per line, or JSON lines with prompt (and id, target, image, "
+    "caption); prints one JSON line per row.",
 )
 @click.option(
     "-o",
@@ -195,7 +195,8 @@ def _stdin_text() -> str:
 @click.option(
     "--stream",
     is_flag=True,
-    help="Show the model's words as they are generated (on stdout when it is a terminal, else on stderr); stdout ends with the final text.",
+    help="Show the model's words as they are generated (on stdout when it is a terminal, else on "
+    "stderr); stdout ends with the final text.",
 )
 @click.option("--no-speculative", is_flag=True, help="Decode without speculation (for comparison).")
 @click.option(
@@ -214,11 +215,11 @@ def _stdin_text() -> str:
     "--dtype",
     default="auto",
     show_default=True,
-    help="Model precision: auto (the fastest here), float32, bfloat16, float16, int4 (4-bit weights, "
-    "bf16 activations, speculation kept; the auto choice on CPUs with native bf16 for models whose "
-    "weights are 4-bit already, like the embedded one), mixed (fp32 prompt, bf16 token steps; the "
-    "auto choice on CPUs without native bf16) or int8 (lower quality). mixed and int8 decode "
-    "without speculation: use float32 for it on such CPUs.",
+    help="Model precision: auto (the fastest here), float32, bfloat16, float16, int4 (4-bit "
+    "weights, bf16 activations, speculation kept; the auto choice on CPUs with native bf16 for "
+    "models whose weights are 4-bit already, like the embedded one), mixed (fp32 prompt, bf16 "
+    "token steps; the auto choice on CPUs without native bf16) or int8 (lower quality). mixed and "
+    "int8 decode without speculation: use float32 for it on such CPUs.",
 )
 @click.option(
     "--backend", help="embedded (default), openai, or a backend named in the promptx config file."
@@ -241,8 +242,8 @@ def _stdin_text() -> str:
 @click.option(
     "--encoder-tokenizer",
     type=click.Path(path_type=Path, exists=True),
-    help="A tokenizer or diffusers pipeline directory: count the text-encoder budget with it exactly "
-    "(default: CLIP BPE for SDXL when open_clip_torch is installed, else an estimate).",
+    help="A tokenizer or diffusers pipeline directory: count the text-encoder budget with it "
+    "exactly (default: CLIP BPE for SDXL when open_clip_torch is installed, else an estimate).",
 )
 @click.option(
     "--ray",
@@ -266,10 +267,10 @@ def _stdin_text() -> str:
     "--server",
     envvar="PROMPTX_SERVER",
     metavar="URL",
-    help="A running 'promptx serve' (e.g. http://127.0.0.1:8000; env PROMPTX_SERVER) to send the prompt "
-    "to, with no model loaded here; if none answers, the prompt is enhanced here. Options that run "
-    "here only (--file, --model, --dtype, --drafter, --backend, ...) are an error with --server "
-    "and skip $PROMPTX_SERVER. The key: $PROMPTX_SERVE_API_KEY.",
+    help="A running 'promptx serve' (e.g. http://127.0.0.1:8000; env PROMPTX_SERVER) to send the "
+    "prompt to, with no model loaded here; if none answers, the prompt is enhanced here. Options "
+    "that run here only (--file, --model, --dtype, --drafter, --backend, ...) are an error with "
+    "--server and skip $PROMPTX_SERVER. The key: $PROMPTX_SERVE_API_KEY.",
 )
 @click.pass_context
 def enhance(
@@ -438,9 +439,9 @@ def _flags_that_run_here(
 
 
 def _try_server(ctx, server: str, prompt: str | None, target: str, per_call: dict, here: list[str]):
-    """(the prompt, the result of the ``promptx serve`` at ``server``): (None, None) where flags that
-    run ``here`` skip a server from $PROMPTX_SERVER, (the prompt, None) where none answers there.
-    Flags that run here with ``--server`` on the command line are an error."""
+    """(the prompt, the result of the ``promptx serve`` at ``server``): (None, None) where flags
+    that run ``here`` skip a server from $PROMPTX_SERVER, (the prompt, None) where none answers
+    there. Flags that run here with ``--server`` on the command line are an error."""
     explicit = ctx.get_parameter_source("server") is ParameterSource.COMMANDLINE
     if here and explicit:
         raise InvalidInputError(
@@ -501,7 +502,8 @@ def _local_enhancer(
 def _enhance_one(
     enhancer, text: str, target: str, options: dict, *, stream: bool, as_json: bool
 ) -> None:
-    """Enhance one prompt in this process and print it (streamed as it is written, with --stream)."""
+    """Enhance one prompt in this process and print it (streamed as it is written,
+    with --stream)."""
     if stream:
         result, shown = _streamed(
             enhancer.stream(text, target, **options), on_stdout=not as_json and sys.stdout.isatty()
@@ -523,7 +525,8 @@ def _on_server(server: str, text: str, target: str, options: dict, *, explicit: 
     except Unavailable as why:
         if explicit:
             click.echo(
-                f"promptx: note: no promptx serve answers at {url} ({why}); enhancing in this process",
+                f"promptx: note: no promptx serve answers at {url} ({why}); "
+                "enhancing in this process",
                 err=True,
             )
         return None
@@ -603,8 +606,8 @@ def _enhance_file_on_ray(
 
 
 def _run_rows(file: Path, output: Path | None, label: str, run) -> None:
-    """Read ``file``'s rows and ``run(rows, log, emit, on_row)`` them with a progress bar; on Ctrl-C,
-    say how many rows are safe in ``output``; at the end, what was done, and exit with
+    """Read ``file``'s rows and ``run(rows, log, emit, on_row)`` them with a progress bar; on
+    Ctrl-C, say how many rows are safe in ``output``; at the end, what was done, and exit with
     ``EXIT_ROWS_FAILED`` when some rows were written as error lines."""
     from ..batch_run import EXIT_ROWS_FAILED, ResultLog, describe, pending, read_rows
 

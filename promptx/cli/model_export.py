@@ -1,4 +1,5 @@
-"""``promptx models export``: a prepared model as the Hugging Face directory vLLM, SGLang and llama.cpp load.
+"""``promptx models export``: a prepared model as the Hugging Face directory vLLM, SGLang and
+llama.cpp load.
 
 The embedded default lives in the cache as a Hugging Face style directory (the
 GGUF dequantized, promptx's adapter merged in: the weights its drafter was
@@ -62,7 +63,8 @@ def _tokenizer_config(source: Path) -> dict | None:
 
 
 def export_model_dir(source: Path, out: Path) -> list[str]:
-    """Copy the engine-facing files of the model directory ``source`` into ``out``; the names written."""
+    """Copy the engine-facing files of the model directory ``source`` into ``out``; the names
+    written."""
     source, out = Path(source), Path(out)
     weights = sorted(p.name for p in source.glob("*.safetensors"))
     if not (source / "config.json").is_file() or not weights:
@@ -96,7 +98,8 @@ def export_model_dir(source: Path, out: Path) -> list[str]:
 )
 @click.option("--quiet", is_flag=True)
 def models_export(model, out_dir, quiet) -> None:
-    """Write a model (default: the embedded one, prepared) as a Hugging Face directory for other engines."""
+    """Write a model (default: the embedded one, prepared) as a Hugging Face directory for other
+    engines."""
     from ..models import prepare, resolve_model
 
     source = resolve_model(model)

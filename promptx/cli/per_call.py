@@ -16,7 +16,8 @@ from ..options import EnhanceOptions, choices, value_range, value_type
 
 
 def flag_name(name: str) -> str:
-    """The command line's name of the option ``name``: ``max_new_tokens`` -> ``--max-new-tokens``."""
+    """The command line's name of the option ``name``: ``max_new_tokens`` ->
+    ``--max-new-tokens``."""
     return "--" + name.replace("_", "-")
 
 

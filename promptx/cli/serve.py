@@ -90,7 +90,8 @@ def serve_command(
     max_image_pixels,
     workers,
 ) -> None:
-    """Serve the enhancer over HTTP: /v1/enhance, OpenAI-compatible /v1/chat/completions, /health, /metrics."""
+    """Serve the enhancer over HTTP: /v1/enhance, OpenAI-compatible /v1/chat/completions, /health,
+    /metrics."""
     try:
         import uvicorn
 

@@ -94,7 +94,8 @@ def _training_precision(name: str) -> str:
     type=click.IntRange(min=0),
     default=48,
     show_default=True,
-    help="Held-out pairs whose answer loss is measured at each validation (round-robin over targets).",
+    help="Held-out pairs whose answer loss is measured at each validation "
+    "(round-robin over targets).",
 )
 @click.option(
     "--check-prompts",

@@ -64,7 +64,8 @@ class HeldEnhancer:
                 self.release()
 
     def release(self) -> None:
-        """Drop the Enhancer and free its model's memory (the CUDA cache too, where torch has one)."""
+        """Drop the Enhancer and free its model's memory (the CUDA cache too, where torch has
+        one)."""
         if self._enhancer is None:
             return
         self._enhancer = None
@@ -81,7 +82,8 @@ _LOCK = threading.Lock()
 def held_enhancer(
     settings: EnhancerSettings = EnhancerSettings(), keep_loaded: bool | None = None
 ) -> HeldEnhancer:
-    """The held Enhancer for ``settings`` (built on first use); ``keep_loaded`` None leaves its setting."""
+    """The held Enhancer for ``settings`` (built on first use); ``keep_loaded`` None leaves its
+    setting."""
     with _LOCK:
         held = _HELD.get(settings)
         if held is None:

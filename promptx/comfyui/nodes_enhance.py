@@ -1,4 +1,5 @@
-"""The "promptx Enhance Prompt" node: a short prompt in, the detailed prompt and negative prompt out.
+"""The "promptx Enhance Prompt" node: a short prompt in, the detailed prompt and negative prompt
+out.
 
 Wire ``enhanced`` and ``negative`` into the text encoders (CLIPTextEncode). Without an
 enhancer input it uses the embedded model, held at module level like the loader's. An
@@ -33,8 +34,9 @@ class EnhancePrompt:
     RETURN_TYPES = ("STRING", "STRING", "STRING")
     RETURN_NAMES = ("enhanced", "negative", "report")
     DESCRIPTION = (
-        "Turns a short prompt into a detailed one written for the target generator. light: your "
-        "words plus vetted phrases (no model); medium: phrases ranked by the model; full: free prose."
+        "Turns a short prompt into a detailed one written for the target generator. light: "
+        "your words plus vetted phrases (no model); medium: phrases ranked by the model; full: "
+        "free prose."
     )
 
     @classmethod

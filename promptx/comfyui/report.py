@@ -1,4 +1,5 @@
-"""The report output of "promptx Enhance Prompt": what was added, and why a prompt came back as it was."""
+"""The report output of "promptx Enhance Prompt": what was added, and why a prompt came back as it
+was."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from promptx.result import EnhancedPrompt
 
 
 def report(result: EnhancedPrompt, seed: int, *, image_unused: bool = False) -> str:
-    """Several lines: target, strength and seed; each part added; the outcome, reason and assessment."""
+    """Several lines: target, strength and seed; each part added; the outcome, reason and
+    assessment."""
     lines = [f"target: {result.target} ({result.task}), strength: {result.strength}, seed: {seed}"]
     if result.added:
         lines.append("added:")

@@ -1,4 +1,5 @@
-"""Structured enhancement: the user's words verbatim, then short vetted parts in the profile's order.
+"""Structured enhancement: the user's words verbatim, then short vetted parts in the profile's
+order.
 
 ``compose(prompt, profile, ...)`` builds the text from the phrase sets in
 ``templates/phrases`` (``phrases``), what the prompt already says (``cues``),

@@ -60,7 +60,8 @@ def compose(
 
 
 def _slots(profile: Profile, chooser: Chooser, mentions: list[Mention]) -> list[tuple[str, object]]:
-    """(part, Slot or list of keep phrases) in the layout's order; the prompt's own part has none."""
+    """(part, Slot or list of keep phrases) in the layout's order; the prompt's own part has
+    none."""
     action = None if chooser.cues.still else find_action(chooser.prompt, chooser.book)
     if (
         action is not None

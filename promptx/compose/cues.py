@@ -1,4 +1,5 @@
-"""What a prompt already says, read from its words with the cue lists of templates/phrases/cues.toml.
+"""What a prompt already says, read from its words with the cue lists of
+templates/phrases/cues.toml.
 
 The scene (underwater, night, indoors, ...), the medium family it asks for,
 whether it names its own light, camera move, shot, colours or a black-and-white
@@ -93,7 +94,8 @@ def normalised(text: str) -> str:
 
 
 def says_any(text: str, cues) -> bool:
-    """``text`` (``normalised``) uses one of ``cues`` as whole words (a one-word cue's plural too)."""
+    """``text`` (``normalised``) uses one of ``cues`` as whole words (a one-word cue's plural
+    too)."""
     return any(_says(text, cue) for cue in cues)
 
 

@@ -192,7 +192,8 @@ def load_part(path: Path) -> PartPhrases:
     unknown = set(contexts) - PART_CONTEXTS[name]
     if unknown:
         raise PhraseSetError(
-            f"{path.name}: unknown contexts {sorted(unknown)}; allowed: {sorted(PART_CONTEXTS[name])}"
+            f"{path.name}: unknown contexts {sorted(unknown)}; "
+            f"allowed: {sorted(PART_CONTEXTS[name])}"
         )
     seen: set[str] = set()
     for context, phrases in contexts.items():

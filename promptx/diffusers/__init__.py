@@ -2,7 +2,8 @@
 
     from promptx.diffusers import enhance_for, enhance_pipeline
 
-    result = enhance_for(pipe, "a fox in the snow")      # the profile of pipe's class, its tokenizer's budget
+    result = enhance_for(pipe, "a fox in the snow")      # the profile of pipe's class,
+                                                          # its tokenizer's budget
     pipe(prompt=str(result), negative_prompt=result.negative_prompt)
 
     pipe = enhance_pipeline(pipe, seed=1)                 # or always=True, enhancer=..., model=...

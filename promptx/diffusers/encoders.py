@@ -47,7 +47,8 @@ class PipelineEncoder:
 
 
 def call_value(pipe: Any, name: str, call: Mapping[str, Any] | None = None) -> Any:
-    """The value ``pipe(...)`` uses for parameter ``name``: the call's, else its ``__call__`` default."""
+    """The value ``pipe(...)`` uses for parameter ``name``: the call's, else its ``__call__``
+    default."""
     if call and call.get(name) is not None:
         return call[name]
     try:
@@ -130,7 +131,8 @@ def _framing(
         return None, counter.count(template["template"].split("{}", 1)[-1])
     template = getattr(pipe, "prompt_template_encode", None)
     if isinstance(template, str) and "{}" in template:
-        # Qwen-Image: the start is dropped after encoding; the end counts, within tokenizer_max_length
+        # Qwen-Image: the start is dropped after encoding; the end counts, within
+        # tokenizer_max_length
         limit = getattr(pipe, "tokenizer_max_length", None)
         return (limit if isinstance(limit, int) else None), counter.count(
             template.split("{}", 1)[-1]

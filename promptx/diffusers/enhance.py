@@ -52,7 +52,8 @@ def split_options(options: Mapping[str, Any], *, batch: bool = True) -> tuple[di
 
 
 def resolve_enhancer(enhancer: Enhancer | None, init: Mapping[str, Any]) -> Enhancer:
-    """``enhancer``, else one made from ``init`` (kept for the same options), else the shared one."""
+    """``enhancer``, else one made from ``init`` (kept for the same options), else the shared
+    one."""
     if enhancer is not None:
         if not isinstance(enhancer, Enhancer):
             raise InvalidInputError(
@@ -83,7 +84,8 @@ def grounding_image(image: Any) -> Any:
 def budgeted_profile(
     enhancer: Enhancer, pipe: Any, target: str, call: Mapping[str, Any] | None = None
 ) -> tuple[Profile, EncoderCounter | None]:
-    """The profile of ``target`` with the encoder budget of ``pipe``, and the counter of that budget.
+    """The profile of ``target`` with the encoder budget of ``pipe``, and the counter of that
+    budget.
 
     The budget is the smaller of the profile's ``max_encoder_tokens`` and what the pipeline's
     text encoder keeps; a profile without one gets the pipeline's. Where the pipeline's is the

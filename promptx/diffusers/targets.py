@@ -39,7 +39,8 @@ PIPELINE_TARGETS: dict[str, str | tuple[str, str]] = {
     # FLUX.2: one pipeline for generation and (with reference images) editing
     "Flux2Pipeline": ("flux2", "flux2-edit"),
     "Flux2KleinPipeline": ("flux2", "flux2-edit"),
-    # Stable Diffusion 3 / XL / 1.5 (the sdxl profile's CLIP tags serve SD 1.5 too: aliases sd15, sd1.5)
+    # Stable Diffusion 3 / XL / 1.5 (the sdxl profile's CLIP tags serve SD 1.5 too: aliases sd15,
+    # sd1.5)
     "StableDiffusion3Pipeline": "sd3",
     "StableDiffusion3Img2ImgPipeline": "image-to-image",
     "StableDiffusionXLPipeline": "sdxl",

@@ -25,7 +25,8 @@ __all__ = ["EnhancedPipeline", "enhance_pipeline"]
 
 
 class _Arguments:
-    """A call's arguments by parameter name, bound to the pipeline's signature (``**kwargs`` too)."""
+    """A call's arguments by parameter name, bound to the pipeline's signature (``**kwargs``
+    too)."""
 
     def __init__(self, signature: inspect.Signature, args: tuple, kwargs: dict) -> None:
         self.signature = signature
@@ -98,7 +99,8 @@ class EnhancedPipeline:
         enhance_options: dict | None = None,
         **kwargs,
     ):
-        """Call the pipeline; with ``enhance_prompt=True`` (or ``always``) its prompt is enhanced first.
+        """Call the pipeline; with ``enhance_prompt=True`` (or ``always``) its prompt is enhanced
+        first.
 
         ``enhance_options``: options of this call's enhancement, over the wrapper's defaults
         (``seed``, ``style``, ``caption``, ...).

@@ -43,14 +43,14 @@ PROMPT_STYLES = ("full", "short")
 #: replaces it. Appended to the system prompt when the image goes with the chat.
 VISION_GUIDANCE = {
     "i2v": (
-        "The image is attached: you can see it. Name its subjects, setting and style as they appear, "
-        "then describe the motion. Where the user's words contradict what the image shows, the image "
-        "decides what is there; the user decides what moves."
+        "The image is attached: you can see it. Name its subjects, setting and style as they "
+        "appear, then describe the motion. Where the user's words contradict what the image "
+        "shows, the image decides what is there; the user decides what moves."
     ),
     "i2i": (
-        "The image is attached: you can see it. Name the parts of the image that the edit touches, say "
-        "exactly how they change, and say that the rest stays as it is. Where the user's words "
-        "contradict the image, describe the image as it really is."
+        "The image is attached: you can see it. Name the parts of the image that the edit "
+        "touches, say exactly how they change, and say that the rest stays as it is. Where the "
+        "user's words contradict the image, describe the image as it really is."
     ),
 }
 

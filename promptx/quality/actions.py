@@ -10,10 +10,11 @@ their motions are not judged ("sleeping": "lies curled, its side rising and
 falling"; "eating an ant": "snaps the ant up"), nor verbs outside the table
 ("playing the harp" is "plucking the strings"), except the event a prompt turns
 to after "then ... starts <verb>-ing" or "then ... stops to <verb>", which must
-be said whatever the verb ("starts sitting under a tree": sit), a light verb by its object ("start making
-a phone call": call). The prompt asks for an action when the verb is said as
-one: after "is"/"are", as a verb in -s or -ed, or in -ing not before a noun ("a
-dog running", not "running water" or "a dancing couple").
+be said whatever the verb ("starts sitting under a tree": sit), a light verb
+by its object ("start making a phone call": call). The prompt asks for an
+action when the verb is said as one: after "is"/"are", as a verb in -s or -ed,
+or in -ing not before a noun ("a dog running", not "running water" or "a
+dancing couple").
 Not here: camera moves (``camera``), subjects and their attributes (``assess``).
 """
 

@@ -18,9 +18,9 @@ Findings, by kind:
 - form: see ``form``.
 Colours, counts and materials live in ``attributes``, spatial relations in
 ``relations``, Chinese text in ``cjk``; this module keeps subjects and judges
-what the text adds. Pure Python over the shipped WordNet extract; ~10 ms per text once loaded (~0.3 s).
-Not here: cleaning text (``cleanup``) or what to do about a failure
-(``enhancer`` retries and falls back).
+what the text adds. Pure Python over the shipped WordNet extract; ~10 ms per
+text once loaded (~0.3 s). Not here: cleaning text (``cleanup``) or what to do
+about a failure (``enhancer`` retries and falls back).
 """
 
 from __future__ import annotations
@@ -412,7 +412,8 @@ def _added_subjects(
             kind="added_subject",
             code=f"added_{cls}",
             words=[w for w, c in added.items() if c == cls],
-            detail=f"the output adds {'an' if cls[0] in 'aeiou' else 'a'} {cls} the prompt does not have: "
+            detail=f"the output adds {'an' if cls[0] in 'aeiou' else 'a'} {cls} "
+            "the prompt does not have: "
             + ", ".join(f'"{w}"' for w, c in added.items() if c == cls),
         )
         for cls in dict.fromkeys(added.values())

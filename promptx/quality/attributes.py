@@ -103,7 +103,8 @@ def _color_findings(
         return [] if _same_family(given, shades) else [_lost_color(m)]
     stated = [o.colors for o in same if o.colors]
     # the same noun said again in a plain colour word: "silver hair ... her dark hair"
-    # ... or by a synonym that names no other thing of the prompt: "a yellow flower ... the pink blossom"
+    # ... or by a synonym that names no other thing of the prompt: "a yellow flower ... the pink
+    # blossom"
     again = [
         o
         for o in output
@@ -274,7 +275,8 @@ _PLAIN_COLORS = frozenset(
 
 
 def _plain_colors(ws, position: int, lex: Lexicon) -> set[str]:
-    """Colour families of the plain colour words right before a noun ("her dark hair"), in its phrase."""
+    """Colour families of the plain colour words right before a noun ("her dark hair"), in its
+    phrase."""
     out = set()
     for i in range(position - 1, max(0, position - 3) - 1, -1):
         w = ws[i]
@@ -367,7 +369,8 @@ _COLOR_NOUNS = frozenset("color colour hue shade tone".split())
 
 
 def _possessed_covering_colors(ws, position: int, lex: Lexicon) -> set[str]:
-    """Colour families of the covering the noun owns: "the cat's grey fur", "the car's paint is blue"."""
+    """Colour families of the covering the noun owns: "the cat's grey fur", "the car's paint is
+    blue"."""
     if not ws[position].raw.lower().endswith(("'s", "’s")):
         return set()
     covering = _covering_after(ws, position, _COVERINGS, lex)
@@ -422,7 +425,8 @@ def _colors_of_covering(ws, covering: int, lex: Lexicon) -> set[str]:
 
 
 def _apposed_colors(ws, position: int, lex: Lexicon) -> set[str]:
-    """ "coat a soft gold color": plain colours between "a" and a colour noun right after the noun."""
+    """ "coat a soft gold color": plain colours between "a" and a colour noun right after the
+    noun."""
     nxt = position + 1
     if nxt >= len(ws) or ws[nxt].text not in ("a", "an") or ws[nxt].phrase != ws[position].phrase:
         return set()

@@ -33,7 +33,8 @@ _PUSH, _PULL, _DOLLY = r"push(?:es|ing|ed)?", r"pull(?:s|ing|ed)?", r"dolly(?:in
 # the camera travelling along its axis: "the camera slowly glides toward the door" is a zoom in
 _GO = r"mov(?:es|e|ing)|glid(?:es|e|ing)|drift(?:s|ing)?|travel(?:s|ing|ling)?"
 _TOWARD = r"towards?(?! the (?:left|right)\b)"  # "toward the left" is sideways
-# a move said with other verbs belongs to the camera: "the camera slowly pulls back" (not "waves pull back")
+# a move said with other verbs belongs to the camera: "the camera slowly pulls back" (not "waves
+# pull back")
 _CAMERA = r"\bcamera (?:\w+ ){0,2}"
 # each move: how the prompt and the output may say it (a synonym counts), and its opposite
 _MOVES: dict[str, tuple[str, str]] = {
@@ -42,7 +43,8 @@ _MOVES: dict[str, tuple[str, str]] = {
     "tilt up": (rf"\b{_TILT}(?: \w+ly)?[ -]up(?:ward)?\b", "tilt down"),
     "tilt down": (rf"\b{_TILT}(?: \w+ly)?[ -]down(?:ward)?\b", "tilt up"),
     "zoom in": (
-        rf"\b{_ZOOM}(?: \w+ly)?[ -]in\b|{_CAMERA}(?:{_PUSH} in|(?:{_DOLLY}) in|mov(?:es|ing|e) closer|"
+        rf"\b{_ZOOM}(?: \w+ly)?[ -]in\b|"
+        rf"{_CAMERA}(?:{_PUSH} in|(?:{_DOLLY}) in|mov(?:es|ing|e) closer|"
         rf"(?:{_PUSH}|{_DOLLY}|{_GO}) (?:\w+ )?(?:{_TOWARD}|forward|closer))\b",
         "zoom out",
     ),
@@ -217,7 +219,8 @@ _SPEED_KEPT = {
 
 def _speed_findings(prompt: str, text: str) -> list[Finding]:
     """A timelapse asked for and written as slow motion, or the other way round (``speed``), or
-    not said at all (``lost_camera``: every tuning pair and accepted label asking for one keeps it)."""
+    not said at all (``lost_camera``: every tuning pair and accepted label asking for one keeps
+    it)."""
     for name, asked, other_name, other in _SPEEDS:
         if not asked.search(prompt) or other.search(prompt):
             continue

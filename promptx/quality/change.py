@@ -53,8 +53,8 @@ _NOT_A_STATE = frozenset(
 )
 # words of a size or a light, with the forms that say them
 _SIZES = {
-    "big": "big bigger biggest large larger largest huge giant enormous massive grows grow growing grew "
-    "swells swell swelling expands expand expanding",
+    "big": "big bigger biggest large larger largest huge giant enormous massive "
+    "grows grow growing grew swells swell swelling expands expand expanding",
     "small": "small smaller smallest tiny little miniature shrinks shrink shrinking shrank shrunk",
 }
 _NEAR = {
@@ -153,7 +153,8 @@ def _asked_change(prompt: str, lex: Lexicon) -> tuple[list[str], list[str]] | No
     if found:
         start, end = _states(found.group(1), lex), _states(found.group(2), lex)
         return (start, end) if start and end else None
-    # the first "transforms into ...", or "turns into" before a state ("the car turns into a driveway" is none)
+    # the first "transforms into ...", or "turns into" before a state ("the car turns into a
+    # driveway" is none)
     found = next(
         (
             hit

@@ -19,7 +19,8 @@ from .assessment import Finding
 
 __all__ = ["cjk_added_subjects"]
 
-# families: a word is licensed by any word of its family; the first line of a class is its class words
+# families: a word is licensed by any word of its family; the first line of a class is its class
+# words
 _FAMILIES = {
     "animal": """动物 生物 宠物
         狗 犬 小狗 猎犬

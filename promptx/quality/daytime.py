@@ -89,7 +89,8 @@ def daytime_findings(prompt: str, text: str, context: str | None = None) -> list
             kind="contradiction",
             code="time_of_day",
             words=found,
-            detail=f"the prompt asks for {want}; the output says {', '.join(clashing)} ({', '.join(found)})",
+            detail=f"the prompt asks for {want}; "
+            f"the output says {', '.join(clashing)} ({', '.join(found)})",
         )
     ]
 

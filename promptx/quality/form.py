@@ -117,7 +117,8 @@ def form_findings(
                 kind="form",
                 code="explains",
                 words=[explains.group(0)],
-                detail=f'the output explains instead of describing a picture ("{explains.group(0)}")',
+                detail="the output explains instead of describing a picture "
+                f'("{explains.group(0)}")',
             )
         )
     found += _language_findings(prompt, text, language)
@@ -161,7 +162,8 @@ def _salad_findings(
             kind="form",
             code="word_salad",
             words=unknown[:5],
-            detail=f"{len(unknown)} of {len(words)} words are not English words ({', '.join(unknown[:5])})",
+            detail=f"{len(unknown)} of {len(words)} words are not English words "
+            f"({', '.join(unknown[:5])})",
         )
     ]
 

@@ -1,4 +1,5 @@
-"""The prompt's animal or child turned into something else: "the chicken is a fawn", a boy with a beard.
+"""The prompt's animal or child turned into something else: "the chicken is a fawn", a boy with a
+beard.
 
 - ``kind``: the output says the prompt's animal *is* another animal ("the chicken
   is a fawn, plump and playful"); a more specific or more general animal is the
@@ -69,7 +70,8 @@ def _aged_children(prompt: str, text: str, source: list[Mention], lex: Lexicon) 
             kind="contradiction",
             code="age",
             words=sorted(children),
-            detail=f"the prompt's {', '.join(sorted(children))} gets an adult's \"{adult.group(0)}\"",
+            detail=f"the prompt's {', '.join(sorted(children))} gets an adult's "
+            f'"{adult.group(0)}"',
         )
     ]
 

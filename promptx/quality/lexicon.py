@@ -190,7 +190,8 @@ class Lexicon:
         return _strip_suffix(word, self._nouns, _NOUN_SUFFIXES)
 
     def verb_lemma(self, word: str) -> str | None:
-        """The verb lemma of ``word`` ("skiing" -> "ski", "rode" -> "ride"), None when not a verb."""
+        """The verb lemma of ``word`` ("skiing" -> "ski", "rode" -> "ride"), None when not a
+        verb."""
         word = word.lower()
         if word in self._verbs:
             return word
@@ -214,7 +215,8 @@ class Lexicon:
         return lemma in self._verb_dominant
 
     def knows(self, word: str) -> bool:
-        """True when ``word`` is any English word the lexicon holds (noun, verb, adjective, adverb)."""
+        """True when ``word`` is any English word the lexicon holds (noun, verb, adjective,
+        adverb)."""
         w = word.lower()
         return bool(self.noun_lemma(w) or self.verb_lemma(w) or w in self._other_words)
 
@@ -301,7 +303,8 @@ class Lexicon:
         return False
 
     def _young_of(self, other: str, given_senses: tuple[int, ...]) -> bool:
-        """``other`` is the young of a kind ``given`` belongs to: "pup" ("a young dog") for a corgi."""
+        """``other`` is the young of a kind ``given`` belongs to: "pup" ("a young dog") for a
+        corgi."""
         gloss = self._gloss.get(other, ())
         if "young" not in gloss or not given_senses:
             return False
@@ -408,7 +411,8 @@ def _read_lexicon() -> Lexicon:
 
 
 def lexicon() -> Lexicon:
-    """The shared ``Lexicon``, loaded on first use (~0.3 s; a few ms from ``promptx.data_cache``)."""
+    """The shared ``Lexicon``, loaded on first use (~0.3 s; a few ms from
+    ``promptx.data_cache``)."""
     global _INSTANCE
     if _INSTANCE is None:
         with _LOCK:

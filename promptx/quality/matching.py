@@ -18,7 +18,8 @@ __all__ = ["KEPT_BY", "matches", "unique"]
 _YOUNG_PEOPLE = frozenset("boy girl".split())
 # catch-all words that show no particular thing: "food" does not keep a pizza
 _TOO_GENERAL = frozenset("food thing object item stuff entity".split())
-# lexicographer files where a near relative is another thing: a crisp is not a pizza, a fern not a tree
+# lexicographer files where a near relative is another thing: a crisp is not a pizza, a fern not a
+# tree
 _RELATIVES_APART = frozenset({"noun.food", "noun.plant"})
 # how far up WordNet a more general word of the output may be and still keep a prompt's thing
 _MAX_HOPS_UP = 3
@@ -26,8 +27,8 @@ _MAX_HOPS_UP = 3
 KEPT_BY = {
     given: frozenset(words.split())
     for given, words in {
-        "book": "novel copy volume paperback hardcover hardback tome notebook journal diary storybook textbook "
-        "album manual atlas cookbook comic",
+        "book": "novel copy volume paperback hardcover hardback tome notebook journal diary "
+        "storybook textbook album manual atlas cookbook comic",
         "newspaper": "broadsheet paper tabloid gazette daily",
         "magazine": "issue journal",
         "poster": "print placard",

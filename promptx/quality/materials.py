@@ -10,16 +10,18 @@ from __future__ import annotations
 __all__ = ["MATERIALS", "is_material", "same_material"]
 
 MATERIALS = {
-    "wood": "wood wooden timber oak oaken pine walnut mahogany teak cedar birch maple driftwood plywood",
-    "metal": "metal metallic iron wrought-iron cast-iron steel stainless bronze brass copper tin aluminum "
-    "aluminium chrome chromed pewter",
+    "wood": "wood wooden timber oak oaken pine walnut mahogany teak cedar birch maple "
+    "driftwood plywood",
+    "metal": "metal metallic iron wrought-iron cast-iron steel stainless bronze brass copper tin "
+    "aluminum aluminium chrome chromed pewter",
     "stone": "stone marble granite limestone sandstone slate cobblestone cobbled cobble concrete",
     "glass": "glass crystal",
     "plastic": "plastic acrylic vinyl",
     "fiberglass": "fiberglass fibreglass",
     "ceramic": "ceramic porcelain clay terracotta earthenware stoneware",
     "leather": "leather suede",
-    "fabric": "fabric cloth cotton wool woolen woollen silk silken velvet linen denim satin knitted",
+    "fabric": "fabric cloth cotton wool woolen woollen silk silken velvet linen denim satin "
+    "knitted",
     "paper": "paper cardboard",
     "wicker": "wicker rattan",
     "bamboo": "bamboo",

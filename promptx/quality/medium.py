@@ -45,8 +45,8 @@ _DRAWN = re.compile(
     rf"\b(?:{_ART}) of\b|"
     r"\b(?:oil|acrylic|watercolou?r|ink|pencil|charcoal|crayon|pastel|gouache|digital)[ -]"
     r"(?:painting|drawing|sketch|illustration|art)\b|\bink[ -]wash\b|"
-    r"\b(?:anime|manga|cartoon|pixel[ -]art|ukiyo-?e|line[ -]art|concept[ -]art|digital[ -]art|vector[ -]art|"
-    r"clip[ -]?art|comic[ -](?:book[ -])?style|watercolou?r|oil on canvas)\b",
+    r"\b(?:anime|manga|cartoon|pixel[ -]art|ukiyo-?e|line[ -]art|concept[ -]art|digital[ -]art|"
+    r"vector[ -]art|clip[ -]?art|comic[ -](?:book[ -])?style|watercolou?r|oil on canvas)\b",
     re.I,
 )
 _PHOTO_PROMPT = re.compile(
@@ -65,7 +65,8 @@ _THING = frozenset(
 _HOLDER = frozenset("""with has have of on framed hanging printed wall its his her their""".split())
 
 
-# another medium than a drawn one, wherever the output says it: "realistic 3D rendering" of a charcoal sketch
+# another medium than a drawn one, wherever the output says it: "realistic 3D rendering" of a
+# charcoal sketch
 _RENDER = re.compile(
     r"\b3d[ -]render(?:ing|ed|s)?\b|\bcgi\b|\bunreal engine\b|\boctane render\b", re.I
 )

@@ -39,7 +39,8 @@ for _i, _tens in enumerate(_TENS):  # "seventy", "seventy-five", "seventy five"
 
 
 def number_findings(prompt: str, text: str, quoted: list[str]) -> list[Finding]:
-    """A ``lost_number`` finding for the prompt's numbers (outside ``quoted`` spans) the text lacks."""
+    """A ``lost_number`` finding for the prompt's numbers (outside ``quoted`` spans) the text
+    lacks."""
     outside = prompt
     for span in quoted:
         outside = outside.replace(span, " ")

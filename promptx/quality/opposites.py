@@ -146,7 +146,8 @@ def _lost_shapes(
 
 
 def _before(ws: list[Word], position: int) -> set[str]:
-    """Classes of the words right before the noun, in its phrase ("a tall, thin" stops at the comma)."""
+    """Classes of the words right before the noun, in its phrase ("a tall, thin" stops at the
+    comma)."""
     out = set()
     for j in range(position - 1, max(-1, position - 4), -1):
         if ws[j].phrase != ws[position].phrase or ws[j].text in ("of", "with", "and", "on", "in"):

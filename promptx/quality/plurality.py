@@ -32,7 +32,8 @@ _THINGS = frozenset({"noun.animal", "noun.artifact", "noun.food", "noun.shape"})
 _SCENERY = frozenset(
     {"noun.plant", "noun.object", "noun.location", "noun.phenomenon", "noun.group"}
 )
-# scenery first, a thing in a later sense: a fruit ("a plum": first the tree), an appliance ("a microwave")
+# scenery first, a thing in a later sense: a fruit ("a plum": first the tree), an appliance ("a
+# microwave")
 _SCENERY_THINGS = {"noun.plant": "noun.food", "noun.phenomenon": "noun.artifact"}
 _UNJUDGED = frozenset(
     """person people man woman child kid crowd family group wall window floor step stair
@@ -152,7 +153,8 @@ def _counted(o: Mention, out_words: list[Word]) -> int:
 
 
 def _word_before(o: Mention, out_words: list[Word]) -> str:
-    """The word before the mention's phrase head, skipping its describing words ("the tall trees")."""
+    """The word before the mention's phrase head, skipping its describing words ("the tall
+    trees")."""
     j = o.position - 1
     while (
         j >= 0

@@ -21,7 +21,8 @@ _DEPICTIONS = frozenset(
     poster photo photograph picture image silhouette reflection shadow toy doll logo icon emblem
     tattoo engraving print illustration model replica cutout""".split()
 )
-# a likeness, not a presence: "like a sentinel", "stands as a silent guardian", "resembling a dancer"
+# a likeness, not a presence: "like a sentinel", "stands as a silent guardian", "resembling a
+# dancer"
 _LIKENESS = frozenset("like resembling resemble resembles unlike".split())
 _SIMILE_FILLERS = frozenset(
     """silent lone single giant tiny little proud ancient watchful patient

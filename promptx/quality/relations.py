@@ -149,14 +149,15 @@ def relation_findings(
     return out
 
 
-# a placing verb right after the output's echo of the prompt: "A turtle on the bottom of a chair sits
-# on a smooth, wooden desk", "A rabbit in front of a balloon sits in a red balloon"
+# a placing verb right after the output's echo of the prompt: "A turtle on the bottom of a chair
+# sits on a smooth, wooden desk", "A rabbit in front of a balloon sits in a red balloon"
 _PLACED = re.compile(
     r"[\s,]*(?:sits?|stands?|lies|lie|rests?|perch(?:es)?|(?:is|are) (?:placed|set))\s+"
     r"(on top of|on|upon|atop|inside|in)\b",
     re.I,
 )
-# a relation right after the prompt's first thing: one that rests it on the other thing, or one beside it
+# a relation right after the prompt's first thing: one that rests it on the other thing, or one
+# beside it
 _SIDE_WORDS = frozenset(
     [
         "in front of",
@@ -275,7 +276,8 @@ def _upside_down(name: str, ends: tuple[str, str], sentences, lex: Lexicon) -> b
 # relations that put two things side by side, never one on the other ("behind" is not one: a
 # bird behind a desk shows its head above it)
 _SIDE_BY_SIDE = frozenset({"left", "right", "beside"})
-# things named only in the plural, which "it" (a pair) or "them" stands for ("the bear rests on top of them")
+# things named only in the plural, which "it" (a pair) or "them" stands for ("the bear rests on top
+# of them")
 _PRONOUNS_OF = {
     pair: {"it", "them"}
     for pair in """scissors glasses sunglasses goggles binoculars pants trousers

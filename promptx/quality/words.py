@@ -103,8 +103,9 @@ FUNCTION_WORDS = frozenset(
 DETERMINERS = frozenset("a an the this that its his her their every each".split())
 PREPOSITIONS = frozenset(
     """along across around behind beside besides between beyond over under
-    through throughout toward towards into onto upon within without near above below beneath past off
-    out up down about after before against among inside outside via underneath amid amidst""".split()
+    through throughout toward towards into onto upon within without near above below beneath
+    past off out up down about after before against among inside outside via underneath amid
+    amidst""".split()
 )
 
 

@@ -48,8 +48,11 @@ EnhanceBody = create_model(
     __base__=_EnhanceRequest,
     __module__=__name__,
     **_option_fields(),
-    __doc__="""``POST /v1/enhance``: what ``promptx.enhance`` takes, with the image as base64. Types are
-    strict: ``"seed": "7"``, ``"seed": true`` and ``"force": "yes"`` are refused, not converted.""",
+    __doc__=(
+        "``POST /v1/enhance``: what ``promptx.enhance`` takes, with the image as base64. "
+        'Types are strict: ``"seed": "7"``, ``"seed": true`` and ``"force": "yes"`` are '
+        "refused, not converted."
+    ),
 )
 
 

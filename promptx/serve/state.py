@@ -68,7 +68,8 @@ class ServerState:
         return thread
 
     def load_now(self) -> None:
-        """Load the model before serving (a worker of several: while it loads, the others answer)."""
+        """Load the model before serving (a worker of several: while it loads, the others
+        answer)."""
         self._load()
 
     def _load(self) -> None:

@@ -479,7 +479,8 @@ def counter_from_directory(path: str | Path, encoder: str | None = None) -> Toke
     if not folders:
         raise InvalidInputError(
             f"{root}: no tokenizer here (expected tokenizer.json, tokenizer files such as "
-            f"tokenizer_config.json + vocab.json, or a diffusers pipeline with tokenizer/ subfolders)"
+            f"tokenizer_config.json + vocab.json, or a diffusers pipeline with tokenizer/ "
+            "subfolders)"
         )
     chosen = _pick_subfolder(root, folders, encoder)
     return _load_folder(chosen, f"pipeline:{chosen.name}")

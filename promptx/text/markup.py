@@ -6,10 +6,11 @@ codes, ...) into spaces; tabs and line breaks stay (they are spaces already).
 
 ``strip_markup`` drops the tags of HTML elements (``<b>``, ``</p>``, ``<span class="x">``,
 ``<img src=...>``), HTML comments, and whole ``<script>``/``<style>``/``<iframe>`` elements
-with their content (code, not a description; an unclosed one loses its tag only), repeating until none is left (so that
-``<scr<b>ipt>`` cannot become ``<script>``). The tags of block elements (``<br>``, ``<p>``,
-``</div>``, ``<li>``, ``<td>`` ...) become line breaks, so the words on either side stay apart. Text in angle brackets that is not an HTML element stays:
-``<lora:name:0.8>`` and ``<subject>`` are prompt syntax. Not here: markdown (``cleanup``).
+with their content (code, not a description; an unclosed one loses its tag only), repeating until
+none is left (so that ``<scr<b>ipt>`` cannot become ``<script>``). The tags of block elements
+(``<br>``, ``<p>``, ``</div>``, ``<li>``, ``<td>`` ...) become line breaks, so the words on either
+side stay apart. Text in angle brackets that is not an HTML element stays: ``<lora:name:0.8>`` and
+``<subject>`` are prompt syntax. Not here: markdown (``cleanup``).
 """
 
 from __future__ import annotations
@@ -53,5 +54,6 @@ def strip_markup(text: str) -> str:
 
 
 def without_controls(text: str) -> str:
-    """``text`` without ANSI escape sequences, control characters as spaces (tabs and line breaks stay)."""
+    """``text`` without ANSI escape sequences, control characters as spaces (tabs and line breaks
+    stay)."""
     return _CONTROL.sub(" ", _ANSI.sub("", text))

@@ -187,8 +187,8 @@ def _is_cjk_lang(text: str) -> bool:
 
 
 def subject_problem(original: str, text: str) -> str | None:
-    """Why ``text`` lost the subject of ``original``, None when kept: the first subject word, or half
-    of them (3 at most), must appear (crude stems, a few kind words, one-letter typos)."""
+    """Why ``text`` lost the subject of ``original``, None when kept: the first subject word, or
+    half of them (3 at most), must appear (crude stems, a few kind words, one-letter typos)."""
     if _is_cjk_lang(original):
         if not _is_cjk_lang(text):
             return None  # translated by the profile: no lexical comparison possible

@@ -127,7 +127,8 @@ def test_repack_keeps_each_rows_entries_in_order():
 
 
 def test_batched_equals_single_sequence_speculative_under_sampling_seeds(one_thread):
-    """Same seed, same tree: a row's sampled output equals the single-sequence speculative decoder's."""
+    """Same seed, same tree: a row's sampled output equals the single-sequence speculative
+    decoder's."""
     target = make_tiny_target(seed=9)
     drafter = make_tiny_drafter(target, window=16)
     batch = prompts(3, seed=4)

@@ -129,7 +129,7 @@ def test_a_copy_chain_is_verified_only_as_far_as_it_is_predicted_to_pay():
     assert best_copy_length([], 1.0, cheap) == 0
 
 
-# ---- decoding on the tiny target ------------------------------------------------------------------
+# ---- decoding on the tiny target ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def tiny_costs() -> CostTable:
     """Verification costs 0.1 s plus 0.005 s a token: copy chains of likely tokens pay."""
@@ -247,7 +247,7 @@ def test_seeded_sampling_with_copy_drafts_repeats_itself(tiny, tiny_costs):
     assert first == again and len(first) == 30
 
 
-# ---- the real embedded model (greedy, 10 prompts x 128 tokens) ---------------------------------------
+# ---- the real embedded model (greedy, 10 prompts x 128 tokens) ----------------------------------
 SHIPPED_TABLE = (
     Path(__file__).resolve().parents[2]
     / "promptx"
@@ -270,7 +270,8 @@ REAL_PROMPTS = [
 
 
 def _real_greedy_equal(model, tokenizer, drafter, planners):
-    """Every prompt decoded plainly and with its planner (cycled over the prompts): token for token."""
+    """Every prompt decoded plainly and with its planner (cycled over the prompts): token for
+    token."""
     params = SamplingParams(max_new_tokens=128)
     copied = 0
     for index, prompt in enumerate(REAL_PROMPTS):

@@ -110,7 +110,7 @@ def tiny():
     torch.set_num_threads(threads)
 
 
-# ---- buckets and padding (CPU) ---------------------------------------------------------------------
+# ---- buckets and padding (CPU) ------------------------------------------------------------------
 def test_a_pass_runs_in_the_smallest_bucket_that_holds_its_tree():
     assert GRAPH_ROWS == (1, 2, 5, 9, 17, 33, 65) and NODE_BUCKETS == (1, 4, 8, 16, 32, 64)
     expected = {1: 1, 2: 2, 3: 5, 5: 5, 6: 9, 9: 9, 10: 17, 17: 17, 18: 33, 33: 33, 34: 65, 65: 65}
@@ -141,7 +141,8 @@ def test_padding_keeps_the_real_rows_and_isolates_the_padding_rows(tiny):
 @pytest.mark.parametrize("seed", range(6))
 def test_the_padded_mask_is_the_verifiers_ancestor_mask(tiny, seed):
     """The mask a graph reads over the whole static cache: the prefix, then exactly the boolean
-    ancestor mask of the tree (``DraftTree.mask_with_root``, the one verification uses), else nothing."""
+    ancestor mask of the tree (``DraftTree.mask_with_root``, the one verification uses), else
+    nothing."""
     gen = torch.Generator().manual_seed(seed)
     n = int(torch.randint(1, 30, (1,), generator=gen))
     parents = [int(torch.randint(-1, i, (1,), generator=gen)) if i else -1 for i in range(n)]
@@ -184,7 +185,7 @@ def test_padding_refuses_what_it_cannot_hold():
         )
 
 
-# ---- the padded passes, run eagerly (CPU) ----------------------------------------------------------
+# ---- the padded passes, run eagerly (CPU) -------------------------------------------------------
 def test_what_the_padding_rows_hold_never_changes_a_real_row(tiny):
     graphs = CudaGraphs(tiny, capacity=128, capture=False)
     cache = graphs.lease(64)
@@ -245,7 +246,7 @@ def test_sampled_decoding_through_the_padded_passes_repeats_the_module_paths_dra
     assert speculative(tiny, drafter, params, CONFIGS[1]) == expected_spec
 
 
-# ---- fallbacks and the lease (CPU) -----------------------------------------------------------------
+# ---- fallbacks and the lease (CPU) --------------------------------------------------------------
 def test_off_cuda_nothing_is_attached(tiny):
     from engine.generator import Generator
 
@@ -308,7 +309,7 @@ def test_graphs_can_be_turned_off_by_the_environment(monkeypatch):
     assert cuda_graphs.graphs_wanted()
 
 
-# ---- CUDA ---------------------------------------------------------------------------------------------
+# ---- CUDA ---------------------------------------------------------------------------------------
 @pytest.fixture
 def cuda_tiny():
     """(target, drafter, graphs): the tiny fp32 target and drafter on the GPU, graphs captured but
@@ -412,7 +413,7 @@ def test_a_cuda_generator_attaches_graphs_unless_told_not_to(monkeypatch):
     assert cuda_graphs_of(Generator(make_tiny_target().to("cuda"), tokenizer=None).model) is None
 
 
-# ---- tree attention: FlashInfer against SDPA --------------------------------------------------------
+# ---- tree attention: FlashInfer against SDPA ----------------------------------------------------
 def test_an_attention_kernel_takes_every_batch1_pass_after_the_prompt_with_its_mask(tiny):
     """The hook FlashInfer uses (``KernelAttention``), with SDPA itself as the kernel: the same
     tokens; it sees the single-token steps (every key visible) and the verification passes."""

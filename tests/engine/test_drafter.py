@@ -1,4 +1,5 @@
-"""Drafter network (engine.speculative.drafter) and its checkpoints (engine.speculative.checkpoint), on a tiny random target."""
+"""Drafter network (engine.speculative.drafter) and its checkpoints (engine.speculative.checkpoint),
+on a tiny random target."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ def config_of(directory: Path) -> dict:
     return json.loads((directory / "config.json").read_text())
 
 
-# ---- eagle3: config and tensors -------------------------------------------------------------------
+# ---- eagle3: config and tensors -----------------------------------------------------------------
 def test_eagle3_config_parses_with_transformers(exports, fp32_model, trained_drafter):
     from transformers import AutoConfig
 
@@ -172,8 +172,8 @@ def real_inputs(fp32_model):
     """Taps of the target over a real text longer than the drafter's window, and the next tokens."""
     target, tokenizer = fp32_model
     text = (
-        "A lighthouse keeper climbs the spiral stairs at dusk, lamp in hand, while storm clouds roll in "
-        "over the harbour and fishing boats hurry home. "
+        "A lighthouse keeper climbs the spiral stairs at dusk, lamp in hand, "
+        "while storm clouds roll in over the harbour and fishing boats hurry home. "
     ) * 8
     ids = tokenizer.encode(text)[:161]
     assert len(ids) == 161
@@ -277,7 +277,8 @@ def test_reimport_gives_the_same_logits(exports, fp32_model, trained_drafter, re
 
 
 def test_full_vocabulary_lowrank_drafter(tmp_path):
-    """No own head: the target's head is written, d2t is the identity; the low-rank factors are dropped."""
+    """No own head: the target's head is written, d2t is the identity; the low-rank factors are
+    dropped."""
     target = make_tiny_target()
     drafter = make_tiny_drafter(target, lowrank_rank=4, window=3)
     result = export_drafter(drafter, tmp_path / "e", target=target)
@@ -355,9 +356,9 @@ def test_cli_writes_the_export_and_prints_the_launch_commands(tmp_path, fp32_mod
     )
     assert f"vllm serve {target_dir.resolve()} --speculative-config '{spec}'" in text
     assert (
-        f"python -m sglang.launch_server --model-path {target_dir.resolve()} --speculative-algorithm EAGLE3 "
-        f"--speculative-draft-model-path {out.resolve()} --speculative-num-steps 3 --speculative-eagle-topk 4 "
-        "--speculative-num-draft-tokens 16"
+        f"python -m sglang.launch_server --model-path {target_dir.resolve()} "
+        f"--speculative-algorithm EAGLE3 --speculative-draft-model-path {out.resolve()} "
+        "--speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16"
     ) in text
     assert (
         f"convert_hf_to_gguf.py {out.resolve()} --target-model-dir {target_dir.resolve()}" in text

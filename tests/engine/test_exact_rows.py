@@ -111,7 +111,8 @@ def test_where_other_columns_are_not_exact_only_the_first_chain_is_verified():
     from engine.speculative.loop import fit_lanes
     from engine.speculative.tree import DraftTree
 
-    # depth 1: 10, 11, 12 (columns 0, 1, 2); depth 2: 13 under 10, 14 under 11, 15 under 10; depth 3: 16 under 13
+    # depth 1: 10, 11, 12 (columns 0, 1, 2); depth 2: 13 under 10, 14 under 11, 15 under 10;
+    # depth 3: 16 under 13
     tree = DraftTree(torch.arange(10, 17), [-1, -1, -1, 0, 1, 0, 3], torch.zeros(7))
     chain = fit_lanes(tree, 40, TreeLayout(LANE_STRIDE, max_columns=1))
     assert chain.token_list == [10, 13, 16] and chain.parent_list == [-1, 0, 1]
@@ -121,8 +122,8 @@ def test_where_other_columns_are_not_exact_only_the_first_chain_is_verified():
 
 def test_tree_room_bounds_the_slots_of_trees_fitted_to_fewer_columns():
     """A tree cut to ``max_columns`` lane columns (``fit_lanes``) stays inside
-    ``tree_room(n, TreeLayout(stride, max_columns))``; a chain needs its nodes and two slots, not a lane per node
-    (a batch of 8 once zeroed and copied caches 30x too big for its chains)."""
+    ``tree_room(n, TreeLayout(stride, max_columns))``; a chain needs its nodes and two slots, not a
+    lane per node (a batch of 8 once zeroed and copied caches 30x too big for its chains)."""
     from engine.speculative.loop import fit_lanes
     from engine.speculative.tree import DraftTree
 

@@ -26,7 +26,8 @@ def test_int8_decodes_and_never_speculates(model_dir):
     generator = Generator.from_dir(model_dir, dtype="int8")
     generator.drafter = Drafter(DrafterConfig.for_target(generator.model.config))  # never used
     assert not generator.can_speculate
-    # a real enhancement prompt in the model's own style (the tuned default may end a bare chat at once)
+    # a real enhancement prompt in the model's own style (the tuned default may end a bare chat at
+    # once)
     from promptx.models import prompt_style_of
     from promptx.profiles.registry import default_registry
     from promptx.profiles.render import render_messages

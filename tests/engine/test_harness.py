@@ -1,4 +1,5 @@
-"""The EAGLE-4 harness: cost tables, calibration, the cost-aware policy and lossless decoding with it."""
+"""The EAGLE-4 harness: cost tables, calibration, the cost-aware policy and lossless decoding with
+it."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ KEY = CostKey(device="cpu:test", model="abc", dtype="float32", threads=1)
 
 
 def synthetic_table(verify_per_token: float, base: float = 0.1, draft: float = 0.002) -> CostTable:
-    """Verification = base + per-token cost (flat in context and batch); drafting a flat ``draft``."""
+    """Verification = base + per-token cost (flat in context and batch); drafting a flat
+    ``draft``."""
     tokens, contexts, batches, widths = [1, 64], [128, 4096], [1, 8], [1, 64]
     verify = [[[base + verify_per_token * n for n in tokens] for _ in contexts] for _ in batches]
     return CostTable(
@@ -45,7 +47,7 @@ def synthetic_table(verify_per_token: float, base: float = 0.1, draft: float = 0
     )
 
 
-# ---- cost tables ------------------------------------------------------------------------------------
+# ---- cost tables --------------------------------------------------------------------------------
 def test_cost_table_interpolates_and_extrapolates():
     table = synthetic_table(0.01)
     assert table.verify_seconds(1, 128) == pytest.approx(0.11)
@@ -103,7 +105,7 @@ def test_cost_table_errors(tmp_path):
         CostTable.load(bad)
 
 
-# ---- calibration ------------------------------------------------------------------------------------
+# ---- calibration --------------------------------------------------------------------------------
 def test_a_calibration_point_keeps_its_fastest_repeat(monkeypatch):
     """Another job only ever adds time: one slow repeat (here 2 s of 3) must not enter the table."""
     import engine.planning.calibrate as calibrate_module
@@ -146,7 +148,7 @@ def test_calibrate_measures_a_table_that_load_or_calibrate_reuses(
     assert load_or_calibrate(target, drafter, tmp_path).verify == first.verify
 
 
-# ---- policy -----------------------------------------------------------------------------------------
+# ---- policy -------------------------------------------------------------------------------------
 def test_best_verify_count_trades_acceptance_for_cost():
     values = [0.9, 0.8, 0.7, 0.1, 0.01]
     cheap = best_verify_count(values, 0.0, lambda n: 0.1 + 1e-4 * n, 63)
@@ -166,7 +168,8 @@ def test_choose_width_stops_when_expansion_does_not_pay():
 
 
 class ConfidentDrafter:
-    """Wraps a tiny drafter so that top-k returns fixed confidences (synthetic, for the policy only)."""
+    """Wraps a tiny drafter so that top-k returns fixed confidences (synthetic, for the policy
+    only)."""
 
     def __init__(self, drafter, confidences):
         self.inner, self.confidences = drafter, torch.tensor(confidences)
@@ -230,7 +233,8 @@ def test_the_drafters_own_seconds_correct_the_expansion_cost_not_the_rounds_fixe
     harness.observe(
         tree, SimpleNamespace(accepted_nodes=[], num_accepted=0), 10.0, 1e-3, DecodeStats()
     )
-    # a whole second of "drafting" per round would make the scale ~1e5; the expansions' own time does not
+    # a whole second of "drafting" per round would make the scale ~1e5; the expansions' own time
+    # does not
     assert harness.draft_scale == pytest.approx(pending["drafted_s"] / pending["predicted_tree_s"])
 
 
@@ -244,7 +248,7 @@ def test_calibrator_learns_from_observations():
     ]
 
 
-# ---- decoding ---------------------------------------------------------------------------------------
+# ---- decoding -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("verify_per_token", [1e-6, 0.01, 1.0])
 def test_harness_greedy_equals_reference(verify_per_token, one_thread):
     target = make_tiny_target(seed=3)
@@ -281,8 +285,8 @@ def test_harness_greedy_equals_reference(verify_per_token, one_thread):
 
 
 def test_on_a_model_that_verifies_one_column_the_harness_drafts_chains(tmp_path, one_thread):
-    """Where only a tree's first column is exact (engine.runtime.exact_rows), nodes beside it would be
-    drafted only to be dropped: the harness drafts one child per node, and stays lossless."""
+    """Where only a tree's first column is exact (engine.runtime.exact_rows), nodes beside it would
+    be drafted only to be dropped: the harness drafts one child per node, and stays lossless."""
     target = make_tiny_target(seed=3)
     drafter = make_tiny_drafter(target, window=16)
     target.layout = TreeLayout(max_columns=1)
@@ -355,7 +359,8 @@ def test_speculation_is_judged_on_several_rounds_by_their_mean_tokens():
     assert harness.plain_steps(256) == 0  # ...but two more rounds are measured first
     harness.observe_pace(3, 0.03, plain=False)
     harness.observe_pace(3, 0.03, plain=False)
-    # mean seconds 0.08 / 3 over mean tokens 7 / 3: 0.0114 s per token (the mean of per-round paces is 0.0133)
+    # mean seconds 0.08 / 3 over mean tokens 7 / 3: 0.0114 s per token (the mean of per-round paces
+    # is 0.0133)
     assert abs(harness.pace["speculative"] - 0.08 / 7) < 1e-9
     assert harness.plain_steps(256) == 0  # faster than plain: speculate on
     for _ in range(6):
@@ -472,7 +477,8 @@ def test_batched_rounds_follow_measured_round_times():
         1,
     }  # the table's choice, measured, then others
     assert chosen[-40:].count(0) >= 38  # plain, explorations doubled apart
-    # another batch size, not measured yet: the table's guess corrected by how far it missed at 8 rows
+    # another batch size, not measured yet: the table's guess corrected by how far it missed at
+    # 8 rows
     assert harness.batch_config(100, 7).budget == 0
     fresh = Harness(synthetic_table(1e-6, draft=1e-7), HarnessConfig(explore_every=4))
     assert fresh.batch_config(100, 7).budget == 8  # uncorrected, the table's choice
@@ -576,7 +582,7 @@ def test_the_cost_table_is_loaded_at_the_first_decode_not_when_the_harness_is_bu
     assert loads == [1]
 
 
-# ---- seeded sampling ----------------------------------------------------------------------------------
+# ---- seeded sampling ----------------------------------------------------------------------------
 def test_sampling_gets_the_fixed_tree_where_the_table_says_it_pays_and_plain_decoding_elsewhere():
     from engine.speculative.loop import FixedTree
 

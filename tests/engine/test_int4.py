@@ -72,7 +72,8 @@ def test_each_row_of_a_pass_is_computed_as_alone_where_the_probe_says_so():
         assert same
     else:
         pytest.skip(
-            "this CPU's int4 kernel mixes rows: int4 decodes plainly here (Generator.exact_batches False)"
+            "this CPU's int4 kernel mixes rows: "
+            "int4 decodes plainly here (Generator.exact_batches False)"
         )
 
 
@@ -340,7 +341,8 @@ def test_auto_picks_int4_for_the_embedded_model_only_where_it_pays_and_changes_n
     generator = Generator.from_dir(model_dir, dtype="auto")
     expected = "int4" if prefers_int4("cpu") else str(default_dtype("cpu")).removeprefix("torch.")
     assert generator.model.precision == expected
-    # the embedded weights sit ~0.05 step off the 4-bit grid (bf16 scales): a stricter bound refuses them
+    # the embedded weights sit ~0.05 step off the 4-bit grid (bf16 scales): a stricter bound refuses
+    # them
     assert Generator._from_dir_int4(model_dir, "cpu", max_grid_distance=0.01) is None
     assert Generator._from_dir_int4(model_dir, "cpu").model.precision == "int4"
 

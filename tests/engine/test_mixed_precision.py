@@ -1,4 +1,5 @@
-"""Mixed precision: fp32 for multi-token passes, bf16 for single-token steps; plain decoding only."""
+"""Mixed precision: fp32 for multi-token passes, bf16 for single-token steps; plain decoding
+only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Packed continuation scoring (engine.decode.scoring) against one plain forward per continuation."""
+"""Packed continuation scoring (engine.decode.scoring) against one plain forward per
+continuation."""
 
 from __future__ import annotations
 

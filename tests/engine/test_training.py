@@ -1,4 +1,5 @@
-"""Drafter training (engine.training): TTT mask/positions/loss, data shards, vocab, loop, stage 2, CLI items."""
+"""Drafter training (engine.training): TTT mask/positions/loss, data shards, vocab, loop, stage 2,
+CLI items."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def batch_features(target, drafter, records, steps):
     return tokens, labels, feats
 
 
-# ---- TTT layout ---------------------------------------------------------------------------------------
+# ---- TTT layout ---------------------------------------------------------------------------------
 def test_ttt_mask_hand_checked():
     rows = [
         # step 0: causal over step-0 keys
@@ -126,7 +127,8 @@ def test_ttt_mask_with_start_is_the_restriction_of_the_full_mask():
 
 @pytest.mark.parametrize("window", [None, 3])
 def test_ttt_steps_equal_serving_chain(target, window):
-    """Step k at position i == a depth-k draft chain below root i, as engine.speculative.loop runs it."""
+    """Step k at position i == a depth-k draft chain below root i, as engine.speculative.loop runs
+    it."""
     drafter, _ = build_drafter(target, window=window, seed=3)
     drafter.eval()
     tokens = torch.randint(2, 128, (1, 10), generator=torch.Generator().manual_seed(5))
@@ -238,7 +240,7 @@ def test_prefix_cache_features_equal_plain(target):
     )
 
 
-# ---- vocabulary -----------------------------------------------------------------------------------------
+# ---- vocabulary ---------------------------------------------------------------------------------
 def test_vocab_selection_keeps_most_frequent_and_maps_ids(target):
     seqs = [[5, 5, 5, 9, 9, 7, 3, 3, 3, 3], [9, 100, 3]]
     masks = [[0, 1, 1, 1, 1, 1, 1, 1, 1, 1], [1, 1, 1]]
@@ -284,7 +286,7 @@ def test_reduced_vocab_training_runs(target):
     assert drafter.lm_head.weight.grad is not None and res.step_count[0] > 0
 
 
-# ---- data ----------------------------------------------------------------------------------------------
+# ---- data ---------------------------------------------------------------------------------------
 def items_for(
     n: int = 2, greedy: bool = True, max_new: int = 12, prefix: int = 5
 ) -> list[GenerationItem]:
@@ -405,7 +407,7 @@ def test_split_is_deterministic():
     assert len(split_records(records[:2], 0.01)[1]) == 1
 
 
-# ---- loop, checkpoints, resume ----------------------------------------------------------------------
+# ---- loop, checkpoints, resume ------------------------------------------------------------------
 def small_config(**kw) -> TrainConfig:
     base = dict(
         epochs=1,
@@ -562,7 +564,7 @@ def test_cli_refuses_architecture_options_with_init(tmp_path):
     )
 
 
-# ---- stage 2 --------------------------------------------------------------------------------------------
+# ---- stage 2 ------------------------------------------------------------------------------------
 def test_lowrank_stage_increases_candidate_recall(target):
     records = make_records(4, response=24)
     drafter, _ = build_drafter(target, records, seed=0, lowrank_rank=4, lowrank_candidates=8)
@@ -579,7 +581,7 @@ def test_lowrank_stage_increases_candidate_recall(target):
             assert torch.equal(p, frozen[n]), n
 
 
-# ---- CLI side: rendering prompts into items ------------------------------------------------------------
+# ---- CLI side: rendering prompts into items -----------------------------------------------------
 class FakeTokenizer:
     """Character-level chat tokenizer over a 128-token vocabulary (ids 2..127; 1 = EOS)."""
 
@@ -629,7 +631,8 @@ def test_cli_items_and_generation_on_two_prompts(target, tmp_path):
         max_new_tokens=4,
     )
     assert [it.id for it in again] == [it.id for it in items]
-    # the tiny target answers them (its rope covers 256 positions: keep the tail of the long chat prompts)
+    # the tiny target answers them (its rope covers 256 positions: keep the tail of the long chat
+    # prompts)
     short = [GenerationItem(it.id, it.prompt_ids[-40:], it.params, 0, it.meta) for it in items]
     out = tmp_path / "data"
     assert generate_dataset(target, short, out, eos_ids=EOS, progress=False).generated == 2

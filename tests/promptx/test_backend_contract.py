@@ -1,4 +1,5 @@
-"""The Backend contract: a second backend is a subclass implementing its abstract members, nothing else.
+"""The Backend contract: a second backend is a subclass implementing its abstract members, nothing
+else.
 
 The backend here writes what a test tells it to (a scripted writer), which is what lets these
 tests check the Enhancer's side of the contract: the chat it sends, the prompt style it honours,
@@ -51,9 +52,9 @@ class ScriptedBackend(Backend):
 
 
 FAITHFUL = (
-    "A ginger cat rides a red skateboard down a quiet sunlit street, its paws spread wide for balance "
-    "and its tail held high. Warm late afternoon light, shallow depth of field, a low camera angle "
-    "and soft shadows on the asphalt, crisp detailed photograph."
+    "A ginger cat rides a red skateboard down a quiet sunlit street, its paws spread wide for "
+    "balance and its tail held high. Warm late afternoon light, shallow depth of field, "
+    "a low camera angle and soft shadows on the asphalt, crisp detailed photograph."
 )
 INVENTED = (
     "A ginger cat rides a skateboard while a barking dog chases it down the street and a boy on a "
@@ -143,9 +144,9 @@ def test_enhancing_inside_an_open_stream_is_refused_not_a_hang():
 
 def test_results_report_the_text_encoder_count_of_the_returned_text():
     tags = (
-        "ginger cat, red skateboard, quiet sunlit street, paws spread wide for balance, tail held high, "
-        "warm late afternoon light, shallow depth of field, low camera angle, soft shadows on asphalt, "
-        "crisp detailed photograph, " * 3
+        "ginger cat, red skateboard, quiet sunlit street, paws spread wide for balance, tail held "
+        "high, warm late afternoon light, shallow depth of field, low camera angle, "
+        "soft shadows on asphalt, crisp detailed photograph, " * 3
     )
     result = Enhancer(backend=ScriptedBackend([tags]), retries=0).enhance(
         "a cat on a skateboard", "sdxl", seed=1
@@ -186,10 +187,11 @@ def test_a_backend_that_declares_its_languages_is_not_asked_to_enhance_another()
 
 def test_an_output_that_only_lost_the_camera_move_is_kept_with_a_sentence_that_makes_it():
     unmoved = (
-        "A ginger cat rides a red skateboard down a quiet sunlit street, its paws spread wide for balance "
-        "and its tail held high as the wheels rattle over the cracks in the asphalt. Warm late afternoon "
-        "light falls across the parked cars and shop windows, long soft shadows stretch behind the board, "
-        "and leaves drift along the kerb. Realistic footage, shallow depth of field."
+        "A ginger cat rides a red skateboard down a quiet sunlit street, its paws spread wide for "
+        "balance and its tail held high as the wheels rattle over the cracks in the asphalt. Warm "
+        "late afternoon light falls across the parked cars and shop windows, long soft shadows "
+        "stretch behind the board, and leaves drift along the kerb. Realistic footage, "
+        "shallow depth of field."
     )
     result = Enhancer(backend=ScriptedBackend([unmoved]), retries=0).enhance(
         "a cat on a skateboard, camera pans left", "video", seed=1
@@ -200,9 +202,9 @@ def test_an_output_that_only_lost_the_camera_move_is_kept_with_a_sentence_that_m
 
 def test_the_view_a_prompt_names_is_said_at_the_end_of_an_output_that_drops_it():
     cup = (
-        "A white porcelain cup stands on the left of a polished silver fork on a pale oak table, a thin "
-        "curl of steam rising from the cup while soft morning light falls across the grain of the wood and "
-        "catches the edge of the fork. Realistic photograph, shallow depth of field."
+        "A white porcelain cup stands on the left of a polished silver fork on a pale oak table, a "
+        "thin curl of steam rising from the cup while soft morning light falls across the grain of "
+        "the wood and catches the edge of the fork. Realistic photograph, shallow depth of field."
     )
     result = Enhancer(backend=ScriptedBackend([cup]), retries=0).enhance(
         "a cup on the left of a fork, front view", "image", seed=1

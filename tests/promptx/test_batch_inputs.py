@@ -99,7 +99,8 @@ def test_an_unknown_field_is_an_error_line_naming_it_and_the_fields_a_row_has(tm
         f"{inp}:1: unknown fields 'colour', 'negative'; a row has: " + ", ".join(ROW_FIELDS)
     )
     assert ROW_FIELDS == ("prompt", "task", "target", "image", "caption", "id")
-    # benchmarks read the same files: their suites carry other fields ("source"), and a bad line still raises
+    # benchmarks read the same files: their suites carry other fields ("source"), and a bad line
+    # still raises
     suite = _write(
         tmp_path / "suite.jsonl", '{"id": "a", "prompt": "a cat", "source": "VBench"}', "{oops"
     )
@@ -213,9 +214,9 @@ def test_a_resumed_run_retries_the_error_rows_and_each_id_is_written_once(tmp_pa
     fixed = _enhance(inp, "--output", str(out))
     assert fixed.exit_code == 0, fixed.output
     assert (
-        "2 enhanced, 0 passed through as they were, 0 returned unchanged, 1 already done, 0 with input errors"
-        in fixed.stderr
-    )
+        "2 enhanced, 0 passed through as they were, 0 returned unchanged, 1 already done, "
+        "0 with input errors"
+    ) in fixed.stderr
     rows = _lines(out.read_text())
     assert [row["id"] for row in rows] == ["car", "cat", "dog"] and not any(
         "error" in row for row in rows

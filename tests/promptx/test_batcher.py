@@ -116,7 +116,10 @@ def test_the_word_budget_does_not_count_a_preamble():
     from engine.decode.stopping import StopChecker
     from promptx.backends.embedded import EmbeddedBackend
 
-    words = "Sure! Here is a detailed prompt for the video model: A red fox runs through deep snow at dawn .".split()
+    words = (
+        "Sure! Here is a detailed prompt for the video model: "
+        "A red fox runs through deep snow at dawn ."
+    ).split()
     backend = EmbeddedBackend.__new__(EmbeddedBackend)
     backend._word_bounds = None
     backend.generator = SimpleNamespace(

@@ -25,7 +25,7 @@ def write(path: Path, *lines: str) -> Path:
     return path
 
 
-# ---- prompt files ------------------------------------------------------------------------------------
+# ---- prompt files -------------------------------------------------------------------------------
 def test_plain_text_one_prompt_per_line(tmp_path):
     path = write(tmp_path / "p.txt", "a cat on a skateboard", "", "  a dog in the rain  ")
     specs = read_prompt_file(path)
@@ -109,7 +109,7 @@ def test_missing_file_and_unknown_format(tmp_path):
         read_prompt_file(write(tmp_path / "p.txt", "x"), "csv")
 
 
-# ---- rendering and options (no model) -----------------------------------------------------------------
+# ---- rendering and options (no model) -----------------------------------------------------------
 class RecordingTokenizer:
     def __init__(self):
         self.messages = None
@@ -197,7 +197,7 @@ def test_cli_rejects_with_one_line(tmp_path, args, message):
     assert lines[0].startswith("promptx: error: ") and message in lines[0]
 
 
-# ---- engine.bench aggregation (synthetic stats) -------------------------------------------------------
+# ---- engine.bench aggregation (synthetic stats) -------------------------------------------------
 def stats_of(accepted, depth):
     from engine.decode.stats import DecodeStats
 
@@ -395,7 +395,8 @@ def test_a_peer_that_crashes_or_hangs_is_reported_and_the_bench_goes_on(one_thre
 
 
 def test_run_bench_on_a_tiny_random_model(one_thread, tmp_path, monkeypatch):
-    """Every run (the harness too), a peer, the entropy pass and the report, in seconds of compute."""
+    """Every run (the harness too), a peer, the entropy pass and the report, in seconds of
+    compute."""
     from engine.bench import BenchConfig, BenchPrompt, random_drafter, run_bench
 
     generator = tiny_generator()
@@ -440,7 +441,7 @@ def test_run_bench_on_a_tiny_random_model(one_thread, tmp_path, monkeypatch):
     json.dumps(report)  # JSON-able as is
 
 
-# ---- end to end on the real model ---------------------------------------------------------------------
+# ---- end to end on the real model ---------------------------------------------------------------
 def documented_fields() -> list[tuple[str, bool]]:
     """(path, required) for every row of the JSON schema table in docs/bench.md."""
     rows = re.findall(r"^\| `([^`]+)` \| ([^|]+) \|", DOCS.read_text(), flags=re.M)
@@ -636,7 +637,7 @@ def test_harness_summary_counts_plain_steps_apart_from_rounds():
     assert harness_summary([DecodeStats()]) == {"rounds": 0, "plain_steps": 0}
 
 
-# ---- the shipped enhance-400 suite ------------------------------------------------------------------
+# ---- the shipped enhance-400 suite --------------------------------------------------------------
 def test_the_enhance_400_suite_holds_100_prompts_per_task_in_turn():
     from promptx.cli.bench import suite_file
     from promptx.profiles.registry import default_registry

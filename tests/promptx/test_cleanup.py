@@ -221,7 +221,10 @@ def test_to_one_paragraph_joins_cjk_without_spaces():
 
 
 def test_dedupe_tags_normalises_separators_and_drops_duplicates():
-    raw = "masterpiece, best quality,, cat, Cat ,  (cat:1.2); skateboard\n neon lights | best quality."
+    raw = (
+        "masterpiece, best quality,, cat, Cat ,  (cat:1.2); "
+        "skateboard\n neon lights | best quality."
+    )
     assert dedupe_tags(raw) == "masterpiece, best quality, cat, skateboard, neon lights"
 
 
@@ -267,7 +270,8 @@ def test_fit_length_returns_text_that_fits_unchanged():
         (31, PARAGRAPH.rsplit(" Dust", 1)[0]),
         (
             24,
-            "A ginger cat balances on a red skateboard. It rolls down a sunlit street at golden hour.",
+            "A ginger cat balances on a red skateboard. "
+            "It rolls down a sunlit street at golden hour.",
         ),
         (12, "A ginger cat balances on a red skateboard."),
         (8, "A ginger cat balances on a red skateboard."),
@@ -305,9 +309,8 @@ def test_fit_length_does_not_end_on_a_dangling_article():
 
 def test_fit_length_respects_the_encoder_token_estimate():
     out = fit_length(PARAGRAPH, max_words=100, max_encoder_tokens=20, encoder="clip_l")
-    assert (
-        out
-        == "A ginger cat balances on a red skateboard. It rolls down a sunlit street at golden hour."
+    assert out == (
+        "A ginger cat balances on a red skateboard. It rolls down a sunlit street at golden hour."
     )
     assert estimate_encoder_tokens(out, "clip_l") <= 20
 
@@ -473,7 +476,10 @@ def test_a_cut_off_generation_with_nothing_whole_is_empty(raw, fmt):
 
 
 def test_markup_is_removed_from_outputs_and_prompt_syntax_kept():
-    raw = 'A fox <b>in</b> snow<script>alert(1)</script>, <lora:fox:0.7> <span class="x">at dawn</span>.'
+    raw = (
+        "A fox <b>in</b> snow<script>alert(1)</script>, "
+        '<lora:fox:0.7> <span class="x">at dawn</span>.'
+    )
     assert (
         clean_output(raw, fmt="paragraph", max_words=80).text
         == "A fox in snow, <lora:fox:0.7> at dawn."

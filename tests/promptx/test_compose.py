@@ -1,4 +1,5 @@
-"""Structured enhancement (promptx.compose): the phrase files, what a prompt says, the rendered text.
+"""Structured enhancement (promptx.compose): the phrase files, what a prompt says, the rendered
+text.
 
 Pure data and text tests: no model and no torch. The model's ranking (strength "medium") is
 tested with the embedded model in test_strength.py.
@@ -203,7 +204,7 @@ def test_the_same_seed_gives_the_same_text_and_another_seed_another():
     assert len(texts) >= 3
 
 
-# -- what the prompt already says -------------------------------------------------------------------
+# -- what the prompt already says -----------------------------------------------------------------
 def test_a_prompt_that_says_its_light_camera_or_shot_gets_none_added():
     video = REGISTRY.get("video")
     made = compose("a woman dancing at sunset, close-up, the camera pans left", video, seed=0)
@@ -286,7 +287,7 @@ def test_a_target_without_a_layout_is_refused():
         compose("a cat", profile)
 
 
-# -- what blind readers rejected in the first reading (data/eval/blind/r1) -------------------------------
+# -- what blind readers rejected in the first reading (data/eval/blind/r1) ------------------------
 def test_image_to_video_keeps_the_prompts_own_camera_move():
     i2v = REGISTRY.get("image-to-video")
     for seed in range(6):

@@ -1,4 +1,5 @@
-"""Tests for promptx.diffusers: pipeline class -> profile, the pipeline tokenizer's budget, the wrapper.
+"""Tests for promptx.diffusers: pipeline class -> profile, the pipeline tokenizer's budget, the
+wrapper.
 
 Real tiny diffusers pipelines (StableDiffusionXLPipeline, WanPipeline) are built here offline
 from randomly initialised components and run for one step (SDXL at 32x32, Wan 5 frames at 16x16,
@@ -39,28 +40,31 @@ from tests.promptx.test_encoder_count import clip_files  # noqa: F401  (a fixtur
 
 CAT_TAGS = (
     "ginger tabby cat, riding a red skateboard, sunny suburban street, low angle, motion blur, "
-    "warm afternoon light, shallow depth of field, detailed fur, photograph, sharp focus, high quality"
+    "warm afternoon light, shallow depth of field, detailed fur, photograph, sharp focus, "
+    "high quality"
 )
-# 91 CLIP tokens in 42 words (the sdxl profile allows 45): the token budget, not the word count, cuts it
+# 91 CLIP tokens in 42 words (the sdxl profile allows 45): the token budget, not the word count,
+# cuts it
 CAT_TAGS_LONG = (
     "ginger tabby cat, riding a red skateboard, sunny suburban street, 8k uhd, 35mm, f/1.8, "
-    "hyperrealistic, ultra-detailed fur, low-angle shot, motion-blurred asphalt, warm late-afternoon "
-    "light, bokeh, shallow depth-of-field, film grain, kodak portra 400, octane render, "
-    "trending on artstation, award-winning photograph, razor-sharp focus, masterpiece"
+    "hyperrealistic, ultra-detailed fur, low-angle shot, motion-blurred asphalt, warm "
+    "late-afternoon light, bokeh, shallow depth-of-field, film grain, kodak portra 400, octane "
+    "render, trending on artstation, award-winning photograph, razor-sharp focus, masterpiece"
 )
 BOAT_TAGS = (
-    "small blue wooden boat, floating on a calm lake, misty morning, soft golden light, reflections on "
-    "the water, wide shot, photograph, sharp focus, high quality"
+    "small blue wooden boat, floating on a calm lake, misty morning, soft golden light, "
+    "reflections on the water, wide shot, photograph, sharp focus, high quality"
 )
 CAT_VIDEO = (
-    "A ginger cat rides a red skateboard down a quiet sunlit street, its paws spread wide for balance. "
-    "The camera tracks alongside at a low angle as warm afternoon light glows on the asphalt. "
-    "Its fur ripples in the breeze and the wheels roll smoothly over the smooth pavement. "
+    "A ginger cat rides a red skateboard down a quiet sunlit street, its paws spread wide for "
+    "balance. The camera tracks alongside at a low angle as warm afternoon light glows on the "
+    "asphalt. Its fur ripples in the breeze and the wheels roll smoothly over the smooth pavement. "
     "Soft shadows stretch across the road, shallow depth of field, crisp detailed footage."
 )
 WAVES = (
-    "The waves roll in slowly toward the shore and break into white foam on the sand. The camera holds a "
-    "steady wide shot while the light shifts gently across the water and the foam slides back out."
+    "The waves roll in slowly toward the shore and break into white foam on the sand. The camera "
+    "holds a steady wide shot while the light shifts gently across the water and the foam slides "
+    "back out."
 )
 
 
@@ -230,10 +234,10 @@ def clip_tokenizer(clip_files):  # noqa: F811
 
 
 WORDS = (
-    "a the cat rides red skateboard down quiet sunlit street its paws spread wide for balance camera tracks "
-    "alongside at low angle as warm afternoon light glows on asphalt fur ripples in breeze and wheels roll "
-    "smoothly over smooth pavement soft shadows stretch across road shallow depth of field crisp detailed "
-    "footage ginger . , fox snow"
+    "a the cat rides red skateboard down quiet sunlit street its paws spread wide for balance "
+    "camera tracks alongside at low angle as warm afternoon light glows on asphalt fur ripples in "
+    "breeze and wheels roll smoothly over smooth pavement soft shadows stretch across road shallow "
+    "depth of field crisp detailed footage ginger . , fox snow"
 ).split()
 
 
@@ -323,7 +327,8 @@ def test_the_budget_is_the_smaller_of_the_profile_and_the_encoder():
     t5 = word_tokenizer()
     ltx = stand_in("LTXPipeline", max_sequence_length=128)(tokenizer=t5)
     enhancer = scripted(" ".join([CAT_VIDEO] * 3))  # about 180 words, 190 tokens here
-    # the profile allows 255 T5 tokens; LTXPipeline tokenizes to 128 (127 and EOS): the words shrink with it
+    # the profile allows 255 T5 tokens; LTXPipeline tokenizes to 128 (127 and EOS): the words shrink
+    # with it
     profile, counter = budgeted_profile(enhancer, ltx, "ltx-video")
     words = words_that_fit(profile, counter, 127)
     assert (profile.length.max_encoder_tokens, profile.length.max_words) == (127, words)
@@ -364,7 +369,11 @@ def test_templates_around_the_prompt_take_their_share():
         "PreTrainedTokenizerFast", eos=False, specials=("<|im_start|>", "<|im_end|>")
     )
     qwen = stand_in("QwenImagePipeline", max_sequence_length=512)(tokenizer=qwen_tok)
-    qwen.prompt_template_encode = "<|im_start|>system\ndescribe<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n"
+    qwen.prompt_template_encode = (
+        "<|im_start|>system\ndescribe<|im_end|>\n"
+        "<|im_start|>user\n{}<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     qwen.tokenizer_max_length = 1024
     assert (
         pipeline_encoder(qwen, "qwen2.5-vl").max_tokens == 512 - 3
@@ -460,7 +469,8 @@ def test_a_pipeline_without_negative_prompt_gets_none():
     pipe = stand_in("Flux2Pipeline", image=True, negative=False, max_sequence_length=512)()
     flux_answer = (
         "A ginger cat rides a red skateboard down a quiet sunlit street, its paws spread wide for "
-        "balance, warm afternoon light, low camera angle, shallow depth of field, detailed photograph."
+        "balance, warm afternoon light, low camera angle, shallow depth of field, "
+        "detailed photograph."
     )
     enhance_pipeline(pipe, enhancer=scripted(flux_answer), seed=1)(
         prompt="a cat on a skateboard", enhance_prompt=True
@@ -473,7 +483,8 @@ def test_a_pipeline_without_negative_prompt_gets_none():
 
 @pytest.fixture(scope="module")
 def sdxl(clip_tokenizer, one_thread):
-    """A real StableDiffusionXLPipeline: tiny random UNet, VAE and CLIP text encoders, CLIP's BPE."""
+    """A real StableDiffusionXLPipeline: tiny random UNet, VAE and CLIP text encoders, CLIP's
+    BPE."""
     pytest.importorskip("diffusers")
     import torch
     from diffusers import (
@@ -654,7 +665,8 @@ def test_always_enhances_unless_told_not_and_tuples_keep_the_results_on_the_wrap
 
 @pytest.fixture(scope="module")
 def wan(one_thread):
-    """A real WanPipeline: tiny random transformer, VAE and umT5 encoder, a word-level umT5-like tokenizer."""
+    """A real WanPipeline: tiny random transformer, VAE and umT5 encoder, a word-level umT5-like
+    tokenizer."""
     pytest.importorskip("diffusers")
     import torch
     from diffusers import (

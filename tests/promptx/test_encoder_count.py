@@ -158,16 +158,18 @@ HAND += [f"{a}, {b}" for a, b in zip(HAND[2::2], HAND[3::2])] + [
 ]
 
 LONG_TAGS = (  # 80+ CLIP tokens
-    "masterpiece, best quality, ultra-detailed, 8k wallpaper, a ginger tabby cat riding a red skateboard, "
-    "sunny suburban street, low angle, motion blur, warm afternoon light, shallow depth of field, "
-    "detailed fur, photograph, sharp focus, bokeh, golden hour, cinematic lighting, film grain, "
-    "anamorphic lens flare, volumetric fog, trending on artstation, octane render, hdr, vivid colors"
+    "masterpiece, best quality, ultra-detailed, 8k wallpaper, a ginger tabby cat riding a red "
+    "skateboard, sunny suburban street, low angle, motion blur, warm afternoon light, shallow "
+    "depth of field, detailed fur, photograph, sharp focus, bokeh, golden hour, cinematic "
+    "lighting, film grain, anamorphic lens flare, volumetric fog, trending on artstation, "
+    "octane render, hdr, vivid colors"
 )
 LONG_PARAGRAPH = (  # 80+ CLIP tokens, sentences
     "A ginger tabby cat balances on a red skateboard as it rolls down a sunlit suburban street. "
-    "Its fur ripples in the warm afternoon breeze while the camera tracks alongside at a low angle. "
-    "Dust motes glitter in the golden light, and the wheels clatter over cracks in the asphalt. "
-    "Children on the sidewalk point and laugh, and a dog barks from behind a white picket fence."
+    "Its fur ripples in the warm afternoon breeze while the camera tracks alongside at a low "
+    "angle. Dust motes glitter in the golden light, and the wheels clatter over cracks in the "
+    "asphalt. Children on the sidewalk point and laugh, "
+    "and a dog barks from behind a white picket fence."
 )
 
 
@@ -350,9 +352,9 @@ def test_clean_output_with_the_clip_counter_cuts_to_75_exact_tokens(clip, text, 
 def test_the_exact_counter_cuts_what_the_estimate_would_wrongly_keep(clip):
     # rare animal names: the estimate counts each 1, CLIP splits them ("qu", "ok", "ka</w>")
     rare = (
-        "a quokka, an axolotl, a pukeko, a tuatara, a kakapo, a takahe, a pangolin, an okapi, a fossa, "
-        "a saiga, a dugong, a tarsier, a numbat, a quoll, a bilby, a hoiho, a weka, under a kowhai tree, "
-        "wildlife photograph"
+        "a quokka, an axolotl, a pukeko, a tuatara, a kakapo, a takahe, a pangolin, an okapi, a "
+        "fossa, a saiga, a dugong, a tarsier, a numbat, a quoll, a bilby, a hoiho, a weka, "
+        "under a kowhai tree, wildlife photograph"
     )
     assert estimate_encoder_tokens(rare, "clip-l") <= 75 < clip.count(rare)
     assert (
@@ -445,7 +447,8 @@ def test_without_open_clip_a_clip_encoder_falls_back_to_the_labelled_estimate():
         "assert clip_merges_file() is None\n"
         "c = counter_for('clip-l')\n"
         "assert (c.name, c.exact) == ('estimate', False), c\n"
-        "assert c.count('a photo of a cat') == estimate_encoder_tokens('a photo of a cat', 'clip-l')\n"
+        "assert c.count('a photo of a cat') == "
+        "estimate_encoder_tokens('a photo of a cat', 'clip-l')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
@@ -542,7 +545,8 @@ def test_a_byte_level_bpe_json_and_its_vocab_files_count_the_same(tmp_path):
 
 
 def _pipeline(tmp_path: Path, *, index: bool = True) -> Path:
-    """A diffusers-style folder: tokenizer/ (CLIP-labelled BPE), tokenizer_2/ (T5-labelled WordLevel)."""
+    """A diffusers-style folder: tokenizer/ (CLIP-labelled BPE), tokenizer_2/ (T5-labelled
+    WordLevel)."""
     root = tmp_path / "pipe"
     _byte_bpe(root / "tokenizer")
     _word_level(root / "tokenizer_2")

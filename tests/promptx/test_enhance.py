@@ -156,12 +156,16 @@ def test_bad_inputs_raise_typed_errors(enhancer, tmp_path):
 def test_import_promptx_does_not_import_torch():
     import subprocess
 
-    code = "import sys, promptx; promptx.Enhancer; promptx.EnhancedPrompt; assert 'torch' not in sys.modules"
+    code = (
+        "import sys, promptx; promptx.Enhancer; promptx.EnhancedPrompt; "
+        "assert 'torch' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_enhance_many_batches_and_matches_one_by_one(model_dir, fp32_model):
-    """With a drafter attached, enhance_many decodes in one batch; greedy results equal enhance()'s."""
+    """With a drafter attached, enhance_many decodes in one batch; greedy results equal
+    enhance()'s."""
     from engine.bench import random_drafter
     from engine.generator import Generator
     from promptx.backends.embedded import EmbeddedBackend

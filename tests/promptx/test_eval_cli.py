@@ -14,7 +14,8 @@ from promptx.cli.main import main
 def prompts(tmp_path):
     path = tmp_path / "prompts.txt"
     path.write_text(
-        "a cat on a skateboard\na red car by the sea\nrobot\na lighthouse in a storm\n一只猫在滑板上\n",
+        "a cat on a skateboard\na red car by the sea\nrobot\n"
+        "a lighthouse in a storm\n一只猫在滑板上\n",
         encoding="utf-8",
     )
     return path
@@ -48,14 +49,16 @@ def test_reference_only_table(tmp_path):
     prompts.write_text("a cat on a skateboard\na dog\nthree red apples\n")
     reference = tmp_path / "ref.txt"
     lines = [
-        "A ginger cat rides a skateboard down a sunny street, its tail up and paws steady on the deck, "
-        "while the low camera tracks beside it past shop windows in warm late afternoon light.",
-        "A dog and a man walk on the beach while you watch them from the dunes at sunset, the waves "
-        "rolling in slowly under a wide orange sky and soft golden light over the sand.",
+        "A ginger cat rides a skateboard down a sunny street, its tail up and paws steady on the "
+        "deck, while the low camera tracks beside it past shop windows in warm late afternoon "
+        "light.",
+        "A dog and a man walk on the beach while you watch them from the dunes at sunset, "
+        "the waves rolling in slowly under a wide orange sky and soft golden light over the sand.",
         json.dumps(
             {
-                "text": "A single red apple sits on a wooden table in soft window light, a quiet still "
-                "life with deep shadows, a linen cloth and a plain grey wall behind it, close up."
+                "text": "A single red apple sits on a wooden table in soft window light, a quiet "
+                "still life with deep shadows, a linen cloth and a plain grey wall behind it, "
+                "close up."
             }
         ),
     ]

@@ -1,4 +1,5 @@
-"""ORG/NAME[@REV] resolved offline from a fake Hugging Face hub cache (laid out as huggingface_hub does)."""
+"""ORG/NAME[@REV] resolved offline from a fake Hugging Face hub cache (laid out as huggingface_hub
+does)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ DEV = "abcdef0222222222222222222222222222222222"
 
 
 def _save_tiny_llama(directory: Path) -> None:
-    """A tiny random Llama (transformers) plus a word-level tokenizer.json (tokenizers), all offline."""
+    """A tiny random Llama (transformers) plus a word-level tokenizer.json (tokenizers), all
+    offline."""
     import transformers
     from tokenizers import Tokenizer, models as tok_models, pre_tokenizers
 
@@ -57,7 +59,8 @@ def _add_snapshot(repo: Path, commit: str, files: list[Path], refs: tuple[str, .
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory) -> Path:
-    """A cache with org/tiny (refs main, dev), Org/Tiny-Chat (config only), org/broken (no config.json)."""
+    """A cache with org/tiny (refs main, dev), Org/Tiny-Chat (config only), org/broken (no
+    config.json)."""
     root = tmp_path_factory.mktemp("hf")
     saved = root / "saved"
     _save_tiny_llama(saved)

@@ -271,8 +271,8 @@ def test_module_does_not_import_torch():
     import sys
 
     code = (
-        "import sys, promptx.images, promptx.text.cleanup, promptx.text.validate, promptx.text.language; "
-        "print('torch' in sys.modules)"
+        "import sys, promptx.images, promptx.text.cleanup, promptx.text.validate, "
+        "promptx.text.language; print('torch' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],

@@ -31,7 +31,7 @@ ITEMS = [
 NEW_TOKENS = 8
 
 
-# ---- the clock and the summaries (no model) ---------------------------------------------------------
+# ---- the clock and the summaries (no model) -----------------------------------------------------
 def test_the_clock_charges_each_moment_to_the_innermost_stage():
     clock = StageClock()
     with clock.stage("render"):  # not started: nothing counted, nothing raised
@@ -89,8 +89,9 @@ def test_spread_and_a_comparison_without_a_peer():
 
 
 def amx_less_peer(spec):
-    """A llama.cpp stand-in (built in the peer's process) that dies of SIGILL while loading unless its
-    extra buffer types are off, as llama-cpp-python 0.3.36's AMX kernels did on the 2-vCPU Xeon."""
+    """A llama.cpp stand-in (built in the peer's process) that dies of SIGILL while loading unless
+    its extra buffer types are off, as llama-cpp-python 0.3.36's AMX kernels did on the 2-vCPU
+    Xeon."""
     import os
     import signal
 
@@ -129,7 +130,7 @@ def test_llama_cpp_killed_by_sigill_while_loading_is_started_without_extra_buffe
         close_peers(peers)
 
 
-# ---- warm calls on the real model -------------------------------------------------------------------
+# ---- warm calls on the real model ---------------------------------------------------------------
 @pytest.fixture(scope="module")
 def enhancer(one_thread, model_dir):
     """The embedded default model as ``promptx.enhance`` loads it (its precision, its drafter);
@@ -182,13 +183,14 @@ def test_stages_partition_each_call_and_the_peer_gets_the_same_work(enhancer):
         latency["stages"]["render"]["median_ms"] > 0
         and latency["stages"]["cleanup"]["median_ms"] > 0
     )
-    # means add up exactly (a partition); medians of parts need not add up to the median whole: with three
-    # calls of 8 tokens whose time is ~90% prefill + decode, they stay within a quarter of it
+    # means add up exactly (a partition); medians of parts need not add up to the median whole: with
+    # three calls of 8 tokens whose time is ~90% prefill + decode, they stay within a quarter of it
     assert sum(v["mean_ms"] for v in latency["stages"].values()) == pytest.approx(
         latency["total"]["mean_ms"], rel=1e-3
     )
     assert latency["stage_medians_sum_ms"] == pytest.approx(latency["total"]["median_ms"], rel=0.25)
-    # the peer decoded every attempt's own prompt ids (warm-up calls included) to its number of new tokens
+    # the peer decoded every attempt's own prompt ids (warm-up calls included) to its number of new
+    # tokens
     assert all(r["generations"] == r["attempts"] == 1 for r in rows)
     assert len(peer.asked) == 3 + 3 and all(n >= 1 for _, n in peer.asked)
     assert [(len(ids), n) for ids, n in peer.asked[3:]] == [
@@ -217,7 +219,8 @@ def _cli():
 
 @pytest.mark.slow
 def test_the_latency_report_without_llama_cpp(enhancer, tmp_path, monkeypatch):
-    """llama.cpp missing: the comparison says unavailable and why, the run succeeds, the JSON is whole."""
+    """llama.cpp missing: the comparison says unavailable and why, the run succeeds, the JSON is
+    whole."""
     import engine.bench.peer_process as peer_process
     import promptx.enhancer as enhancer_module
 

@@ -163,7 +163,10 @@ def test_the_pipeline_options_are_the_declarations():
 
 
 def test_the_options_import_neither_torch_nor_the_engine():
-    code = "import sys, promptx.options; print(sorted(m for m in ('torch', 'engine') if m in sys.modules))"
+    code = (
+        "import sys, promptx.options; "
+        "print(sorted(m for m in ('torch', 'engine') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 

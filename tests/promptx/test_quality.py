@@ -85,7 +85,8 @@ FINDING_PAIRS = [
         "added_subject",
         "added_person",
         LAKE,
-        "A calm mountain lake at dawn, a woman standing on the shore as mist drifts over the water.",
+        "A calm mountain lake at dawn, "
+        "a woman standing on the shore as mist drifts over the water.",
         LAKE_TEXT,
         None,
     ),
@@ -118,7 +119,8 @@ FINDING_PAIRS = [
         "added_animal",
         FOREST,  # seen, not only heard
         "A quiet forest clearing, sunlight filtering through the leaves as birds fly overhead.",
-        "A quiet forest clearing, sunlight filtering through the leaves while birds chirp in the canopy.",
+        "A quiet forest clearing, sunlight filtering through the leaves while birds chirp in the "
+        "canopy.",
         None,
     ),
     (
@@ -181,8 +183,10 @@ FINDING_PAIRS = [
         "contradiction",
         "color",
         "a green leaf and a yellow flower",  # said again by a synonym
-        "A green leaf and a yellow flower lie on a stone bench. The pink blossom is half hidden by the leaf.",
-        "A green leaf and a yellow flower lie on a stone bench. The yellow blossom is half hidden by the leaf.",
+        "A green leaf and a yellow flower lie on a stone bench. "
+        "The pink blossom is half hidden by the leaf.",
+        "A green leaf and a yellow flower lie on a stone bench. "
+        "The yellow blossom is half hidden by the leaf.",
         None,
     ),
     (
@@ -213,7 +217,8 @@ FINDING_PAIRS = [
         "lost",
         "lost_shape",
         "a teardrop pendant and a triangular chain necklace",  # a shape said nowhere
-        "A teardrop pendant hangs beside a thin chain necklace on a velvet stand, glinting in soft light.",
+        "A teardrop pendant hangs beside a thin chain necklace on a velvet stand, "
+        "glinting in soft light.",
         "A teardrop pendant hangs beside a triangle-shaped chain necklace on a velvet stand.",
         None,
     ),
@@ -238,7 +243,8 @@ FINDING_PAIRS = [
         "lost_material",
         "a wooden sailboat on a calm lake",
         "A sleek sailboat rests on a calm lake at dawn, its sail hanging slack in the still air.",
-        "A weathered oak sailboat rests on a calm lake at dawn, its sail hanging slack in the still air.",
+        "A weathered oak sailboat rests on a calm lake at dawn, "
+        "its sail hanging slack in the still air.",
         None,
     ),
     (
@@ -253,7 +259,8 @@ FINDING_PAIRS = [
         "lost",
         "lost_relation",
         "a cat sitting on top of a washing machine",  # "above" elsewhere keeps nothing
-        "A grey cat sits on the floor beside a washing machine. Light falls through a small window above.",
+        "A grey cat sits on the floor beside a washing machine. "
+        "Light falls through a small window above.",
         "A grey cat perches on a white washing machine, its tail hanging over the edge.",
         None,
     ),
@@ -277,7 +284,8 @@ FINDING_PAIRS = [
         "added_subject",
         "added_animal",
         "ocean",
-        "A vast ocean under a dramatic sky; in the distance a pod of dolphins arcs out of the swell.",
+        "A vast ocean under a dramatic sky; "
+        "in the distance a pod of dolphins arcs out of the swell.",
         "A vast ocean under a dramatic sky, long swells rolling toward the horizon.",
         None,
     ),
@@ -293,23 +301,28 @@ FINDING_PAIRS = [
         "contradiction",
         "camera",
         "a close up of a blue and orange liquid, camera zooms in",
-        "The blue and orange liquid flattens into droplets as the camera zooms out and slowly pulls back.",
-        "The blue and orange liquid flattens into droplets as the camera slowly pushes in toward them.",
+        "The blue and orange liquid flattens into droplets as the camera zooms out and slowly "
+        "pulls back.",
+        "The blue and orange liquid flattens into droplets as the camera slowly pushes in toward "
+        "them.",
         None,
     ),
     (
         "contradiction",
         "camera",
         "black and white bubbles, camera static",
-        "Black and white bubbles swirl and rise while the camera slowly moves forward along their edges.",
-        "Black and white bubbles swirl and rise while the camera stays still, framing them from the front.",
+        "Black and white bubbles swirl and rise while the camera slowly moves forward along their "
+        "edges.",
+        "Black and white bubbles swirl and rise while the camera stays still, "
+        "framing them from the front.",
         None,
     ),
     (
         "contradiction",
         "camera",
         "mesmerizing bubbles, camera static",
-        "The camera starts at a still frame and slowly moves forward toward the mesmerizing bubbles.",
+        "The camera starts at a still frame and slowly moves forward toward the mesmerizing "
+        "bubbles.",
         "The camera holds a still frame while the mesmerizing bubbles drift slowly toward it.",
         None,
     ),
@@ -317,15 +330,18 @@ FINDING_PAIRS = [
         "lost",
         "lost_camera",
         "Alhambra, pan right.",
-        "The Alhambra's arches glow in soft midday light, the camera holding a medium shot from below.",
-        "The Alhambra's arches glow in soft midday light as the camera pans slowly to the right along them.",
+        "The Alhambra's arches glow in soft midday light, "
+        "the camera holding a medium shot from below.",
+        "The Alhambra's arches glow in soft midday light as the camera pans slowly to the right "
+        "along them.",
         None,
     ),
     (
         "contradiction",
         "color",
         "a blue backpack and a brown cow",  # said of it after "is"
-        "A blue backpack and a brown cow rest on a bench. The backpack is white with a black strap.",
+        "A blue backpack and a brown cow rest on a bench. "
+        "The backpack is white with a black strap.",
         "A blue backpack and a brown cow rest on a bench. The backpack is blue with a black strap.",
         None,
     ),
@@ -333,7 +349,8 @@ FINDING_PAIRS = [
         "contradiction",
         "color",
         "a yellow taxi and a black tire",
-        "A yellow taxi and a black tire sit by the curb. The black tire is painted in red and white.",
+        "A yellow taxi and a black tire sit by the curb. "
+        "The black tire is painted in red and white.",
         "A yellow taxi and a black tire sit by the curb. The black tire is worn and dusty.",
         None,
     ),
@@ -342,38 +359,46 @@ FINDING_PAIRS = [
         "color",
         "a blue train at a station",
         "A blue train waits at a station. The train is a sleek black wagon with rolled-down seats.",
-        "A blue train waits at a station. The train is a sleek blue and silver wagon with open doors.",
+        "A blue train waits at a station. "
+        "The train is a sleek blue and silver wagon with open doors.",
         None,
     ),
     (
         "contradiction",
         "color",
         "a red swirl above a black dashed line",  # "dark blue" is a blue
-        "A red swirl floats above a black dashed line. The line is dark blue on a white background.",
-        "A red swirl floats above a black dashed line. The line is dark grey on a white background.",
+        "A red swirl floats above a black dashed line. "
+        "The line is dark blue on a white background.",
+        "A red swirl floats above a black dashed line. "
+        "The line is dark grey on a white background.",
         None,
     ),
     (
         "lost",
         "lost_action",
         "A man is running.",
-        "A man in a brown leather jacket walks slowly through a quiet park, glancing up at the bare trees.",
-        "A man in a grey tracksuit sprints along a park path, arms pumping, his breath misting in the cold.",
+        "A man in a brown leather jacket walks slowly through a quiet park, "
+        "glancing up at the bare trees.",
+        "A man in a grey tracksuit sprints along a park path, arms pumping, "
+        "his breath misting in the cold.",
         None,
     ),
     (
         "lost",
         "lost_action",
         "A woman is dancing.",
-        "A woman in a loose dress stands on a beach at sunset, takes a deep breath and smiles at the waves.",
-        "A woman in a loose dress dances barefoot on a beach at sunset, twirling as her skirt flares out.",
+        "A woman in a loose dress stands on a beach at sunset, "
+        "takes a deep breath and smiles at the waves.",
+        "A woman in a loose dress dances barefoot on a beach at sunset, "
+        "twirling as her skirt flares out.",
         None,
     ),
     (
         "lost",
         "lost_subject",
         "cash on a wooden table",  # WordNet: a possession
-        "A polished walnut table in a quiet room, a brass candlestick and a small dagger on its edge.",
+        "A polished walnut table in a quiet room, "
+        "a brass candlestick and a small dagger on its edge.",
         "Crumpled banknotes and a few coins lie on a polished walnut table in a quiet room.",
         None,
     ),
@@ -382,15 +407,18 @@ FINDING_PAIRS = [
         "lost_subject",
         "a book on a wooden table",  # WordNet: a work
         "A small brass lamp stands on a wooden table in a quiet room, its light warm on the grain.",
-        "A worn paperback lies open on a wooden table in a quiet room, lamp light warm on its pages.",
+        "A worn paperback lies open on a wooden table in a quiet room, "
+        "lamp light warm on its pages.",
         None,
     ),
     (
         "contradiction",
         "medium",
         "a sketch of a train",
-        "A rough sketch of a red train on a winding track, loose pencil lines. Calm realistic photograph.",
-        "A rough sketch of a red train on a winding track, loose pencil lines and soft graphite shading.",
+        "A rough sketch of a red train on a winding track, loose pencil lines. "
+        "Calm realistic photograph.",
+        "A rough sketch of a red train on a winding track, "
+        "loose pencil lines and soft graphite shading.",
         None,
     ),
     (
@@ -421,15 +449,18 @@ FINDING_PAIRS = [
         "added_subject",
         "added_animal",
         "a fat rabbit in a purple robe",
-        "A fat rabbit in a purple robe walks through an enchanted forest full of whimsical creatures.",
-        "A fat rabbit in a purple robe walks through an enchanted forest, the creature's robe trailing.",
+        "A fat rabbit in a purple robe walks through an enchanted forest full of whimsical "
+        "creatures.",
+        "A fat rabbit in a purple robe walks through an enchanted forest, "
+        "the creature's robe trailing.",
         None,
     ),
     (
         "lost",
         "lost_relation",
         "a girl holding a red balloon",
-        "A girl in a yellow coat stands in a park; a red balloon floats in the sky far above the trees.",
+        "A girl in a yellow coat stands in a park; "
+        "a red balloon floats in the sky far above the trees.",
         "A girl in a yellow coat stands in a park, a red balloon on a string in her hand.",
         None,
     ),
@@ -437,8 +468,8 @@ FINDING_PAIRS = [
         "form",
         "past_tense",
         "the girl turns and smiles",
-        "The girl had been staring at the valley for a long time. Then she slowly turned toward the camera "
-        "and smiled.",
+        "The girl had been staring at the valley for a long time. "
+        "Then she slowly turned toward the camera and smiled.",
         "The girl looks out over the valley, then slowly turns toward the camera and smiles.",
         None,
     ),
@@ -447,7 +478,8 @@ FINDING_PAIRS = [
         "first_person",
         "ocean",
         "A vast ocean under a grey sky; I count the waves as they roll in.",
-        "A vast ocean under a grey sky, long waves rolling toward the shore, forget-me-nots on the dune.",
+        "A vast ocean under a grey sky, long waves rolling toward the shore, "
+        "forget-me-nots on the dune.",
         None,
     ),
     (
@@ -462,7 +494,8 @@ FINDING_PAIRS = [
         "form",
         "dialogue",
         "a woman standing in a kitchen",
-        'A woman stands in a sunlit kitchen and turns around. "Breakfast is ready" she says softly.',
+        "A woman stands in a sunlit kitchen and turns around. "
+        '"Breakfast is ready" she says softly.',
         'A woman stands in a sunlit kitchen beside a sign reading "FRESH BREAD".',
         None,
     ),
@@ -479,7 +512,8 @@ FINDING_PAIRS = [
         "form",
         "preamble",
         CAT,
-        "Sure! Here is an enhanced prompt: a cat sleeps on a soft sofa, its tail curled around its paws.",
+        "Sure! Here is an enhanced prompt: a cat sleeps on a soft sofa, "
+        "its tail curled around its paws.",
         "A cat sleeps on a soft sofa, its tail curled around its paws.",
         None,
     ),
@@ -503,8 +537,10 @@ FINDING_PAIRS = [
         "lost",
         "lost_subject",
         "corgi pizza",  # a crisp is not a pizza, "food" keeps no pizza in particular
-        "A black corgi stands by a kitchen table of crisps, bacon and other food in bright morning light.",
-        "A round pizza shaped like a corgi's face, pepperoni eyes and crust ears, on a wooden board.",
+        "A black corgi stands by a kitchen table of crisps, "
+        "bacon and other food in bright morning light.",
+        "A round pizza shaped like a corgi's face, pepperoni eyes and crust ears, "
+        "on a wooden board.",
         None,
     ),
     (
@@ -519,8 +555,10 @@ FINDING_PAIRS = [
         "form",
         "explains",
         "golden ratio",
-        "The golden ratio is a mathematical concept named after an ancient sculptor, defined by a formula.",
-        "A nautilus shell cut in half on black velvet, its golden ratio spiral traced in thin gold lines.",
+        "The golden ratio is a mathematical concept named after an ancient sculptor, "
+        "defined by a formula.",
+        "A nautilus shell cut in half on black velvet, "
+        "its golden ratio spiral traced in thin gold lines.",
         None,
     ),
     ("form", "language", CAT, CAT_CHINESE, CAT_VIDEO, "video"),
@@ -529,8 +567,10 @@ FINDING_PAIRS = [
         "contradiction",
         "count",
         "a horse reading a book",  # one thing referred back to as several
-        "A white horse stands in a meadow with a book open before it. The horses turn a page together.",
-        "A white horse stands in a meadow with a book open before it, turning a page with its nose.",
+        "A white horse stands in a meadow with a book open before it. "
+        "The horses turn a page together.",
+        "A white horse stands in a meadow with a book open before it, "
+        "turning a page with its nose.",
         None,
     ),
     (
@@ -713,7 +753,8 @@ FINDING_PAIRS = [
         "lost",
         "lost_camera",
         "A timelapse of ice melting on a windowsill.",  # a speed said nowhere
-        "A block of ice melts slowly on a sunny windowsill, water pooling around it as the camera holds still.",
+        "A block of ice melts slowly on a sunny windowsill, "
+        "water pooling around it as the camera holds still.",
         "A timelapse of a block of ice melting on a sunny windowsill, water pooling around it.",
         None,
     ),
@@ -778,8 +819,10 @@ FINDING_PAIRS = [
         "contradiction",
         "count",
         "a parking meter on the right of a bench, front view",
-        "A parking meter on the right of a bench, front view. It stands in the corner between two benches.",
-        "A parking meter on the right of a bench, front view. It stands at the corner of the bench.",
+        "A parking meter on the right of a bench, front view. "
+        "It stands in the corner between two benches.",
+        "A parking meter on the right of a bench, front view. "
+        "It stands at the corner of the bench.",
         None,
     ),
     (
@@ -818,7 +861,8 @@ FINDING_PAIRS = [
         "lost",
         "lost_action",
         "A horse is trotting around a stable, then it suddenly stops to drink water.",
-        "A chestnut horse trots around the stable, then stops and swishes its tail by the water trough.",
+        "A chestnut horse trots around the stable, "
+        "then stops and swishes its tail by the water trough.",
         "A chestnut horse trots around the stable, then stops and drinks from the water trough.",
         None,
     ),
@@ -826,24 +870,28 @@ FINDING_PAIRS = [
         "lost",
         "lost_name",
         "The camera orbits around. Petra, the camera circles around.",  # no noun says it
-        "Rose-red cliffs rise over a narrow desert canyon as the camera slowly circles around them.",
-        "The rose-red rock facades of Petra rise over a narrow canyon as the camera slowly circles around them.",
+        "Rose-red cliffs rise over a narrow desert canyon as the camera slowly circles around "
+        "them.",
+        "The rose-red rock facades of Petra rise over a narrow canyon as the camera slowly circles "
+        "around them.",
         None,
     ),
     (
         "contradiction",
         "relation",
         "scissors on the left of a teddy bear, front view",  # side by side, not stacked
-        "A pair of scissors lies on the left of a teddy bear. The teddy bear rests on top of them. Front view.",
-        "A pair of scissors lies on the left of a teddy bear. The teddy bear sits upright beside them. Front view.",
+        "A pair of scissors lies on the left of a teddy bear. The teddy bear rests on top of them. "
+        "Front view.",
+        "A pair of scissors lies on the left of a teddy bear. "
+        "The teddy bear sits upright beside them. Front view.",
         None,
     ),
     (
         "lost",
         "lost_relation",
         "an orange on the bottom of a carrot, front view",  # the fruit, not the colour
-        "An orange and a green carrot sit on a table, the carrot in front. The camera starts at the bottom. "
-        "Front view.",
+        "An orange and a green carrot sit on a table, the carrot in front. "
+        "The camera starts at the bottom. Front view.",
         "An orange sits below a green carrot on a wooden table. Front view.",
         None,
     ),
@@ -852,8 +900,10 @@ FINDING_PAIRS = [
         "contradiction",
         "relation",
         "a kitten on a piano",
-        "A kitten on a piano sits on a wide leather armchair by the window, its tail curled around its paws.",
-        "A kitten on a piano sits on the piano's closed lid by the window, its tail curled around its paws.",
+        "A kitten on a piano sits on a wide leather armchair by the window, "
+        "its tail curled around its paws.",
+        "A kitten on a piano sits on the piano's closed lid by the window, "
+        "its tail curled around its paws.",
         None,
     ),  # a part named alone ("sits on the closed lid") reads as another support: a retry
     (
@@ -869,24 +919,30 @@ FINDING_PAIRS = [
         "contradiction",
         "change",
         "The iron gate turned into a golden gate.",
-        "A golden gate turned into an iron one, its bars glinting; flakes of golden paint drift onto a gravel path.",
-        "An iron gate slowly turns into a golden gate, its bars glinting in the late sun over a gravel path.",
+        "A golden gate turned into an iron one, its bars glinting; "
+        "flakes of golden paint drift onto a gravel path.",
+        "An iron gate slowly turns into a golden gate, "
+        "its bars glinting in the late sun over a gravel path.",
         None,
     ),
     (
         "contradiction",
         "change",
         "A kite changes from red to blue.",
-        "A kite changes from red to blue, its tail ribbons flickering as they change color from green to pink.",
-        "A kite changes from red to blue, its tail ribbons flickering in the wind above a grassy dune.",
+        "A kite changes from red to blue, "
+        "its tail ribbons flickering as they change color from green to pink.",
+        "A kite changes from red to blue, "
+        "its tail ribbons flickering in the wind above a grassy dune.",
         None,
     ),
     (
         "contradiction",
         "change",
         "A balloon changes from big to small.",
-        "A balloon changes from big to small over a fairground, then drifts upward, growing larger again.",
-        "A balloon changes from big to small over a fairground, no bigger than a plum as it drifts upward.",
+        "A balloon changes from big to small over a fairground, then drifts upward, "
+        "growing larger again.",
+        "A balloon changes from big to small over a fairground, "
+        "no bigger than a plum as it drifts upward.",
         None,
     ),
     # read from blind9: a move made in the opening and undone by a camera kept still later
@@ -894,16 +950,18 @@ FINDING_PAIRS = [
         "contradiction",
         "camera_still",
         "Teapot, pan left.",
-        "Teapot, pan left, its spout steaming on a cast-iron stove. The camera stays fixed on the lid.",
-        "Teapot, pan left, its spout steaming on a cast-iron stove. The camera holds still, then pans on to the "
-        "window.",
+        "Teapot, pan left, its spout steaming on a cast-iron stove. "
+        "The camera stays fixed on the lid.",
+        "Teapot, pan left, its spout steaming on a cast-iron stove. The camera holds still, "
+        "then pans on to the window.",
         None,
     ),
     (
         "contradiction",
         "camera_still",
         "The camera orbits around. Statue, the camera circles around.",
-        "The camera circles around a bronze statue in a park. The camera remains still at chest height.",
+        "The camera circles around a bronze statue in a park. "
+        "The camera remains still at chest height.",
         "The camera circles around a bronze statue in a park, low and steady at chest height.",
         None,
     ),
@@ -927,26 +985,30 @@ FINDING_PAIRS = [
         "contradiction",
         "medium",
         "a cartoon of a bus on a hill",
-        "A cartoon of a bus on a hill, its round windows shining. Realistic look with natural light.",
-        "A cartoon of a bus on a hill, its round windows shining. Bold outlines and flat bright colors.",
+        "A cartoon of a bus on a hill, its round windows shining. "
+        "Realistic look with natural light.",
+        "A cartoon of a bus on a hill, its round windows shining. "
+        "Bold outlines and flat bright colors.",
         None,
     ),
     (
         "contradiction",
         "medium",
         "an old barn, pencil sketch",
-        "An old barn stands in tall grass, a pencil sketch in soft graphite lines. Detailed 3D rendering.",
-        "An old barn stands in tall grass, a pencil sketch in soft graphite lines. Loose cross-hatching.",
+        "An old barn stands in tall grass, a pencil sketch in soft graphite lines. "
+        "Detailed 3D rendering.",
+        "An old barn stands in tall grass, a pencil sketch in soft graphite lines. "
+        "Loose cross-hatching.",
         None,
     ),
     (
         "contradiction",
         "medium",
         "a lighthouse, detailed ink wash",
-        "A lighthouse stands on a rocky point under a low grey sky while waves break white below it. Serene "
-        "photograph.",
-        "A lighthouse stands on a rocky point under a low grey sky while waves break white below it, in soft "
-        "washes of diluted black ink.",
+        "A lighthouse stands on a rocky point under a low grey sky while waves break white below "
+        "it. Serene photograph.",
+        "A lighthouse stands on a rocky point under a low grey sky while waves break white below "
+        "it, in soft washes of diluted black ink.",
         "image",
     ),
 ]
@@ -999,7 +1061,8 @@ FAITHFUL = [
     (CAT, "A kitten sleeps on a sofa in soft light.", None),
     (
         "a person walking in the rain",
-        "A young woman walks through the rain under a black umbrella, puddles rippling at her feet.",
+        "A young woman walks through the rain under a black umbrella, "
+        "puddles rippling at her feet.",
         None,
     ),
     (STREET, "A busy street at night, crowds of people and taxis passing under neon signs.", None),
@@ -1027,8 +1090,8 @@ FAITHFUL = [
     ),
     (
         "portrait of a woman, red dress",
-        "portrait of a woman, red dress, elegant pose, soft studio "
-        "lighting, bokeh, 85mm lens, high detail, sharp focus, masterpiece, best quality, film grain",
+        "portrait of a woman, red dress, elegant pose, soft studio lighting, bokeh, 85mm lens, "
+        "high detail, sharp focus, masterpiece, best quality, film grain",
         "sdxl",
     ),
     ("一只猫在沙发上睡觉", CAT_CHINESE, "wan-t2v"),  # "keep": the prompt's language is fine
@@ -1131,8 +1194,8 @@ FAITHFUL = [
     ),
     (
         "a raccoon holding a cane",
-        "A raccoon in a tailcoat stands upright with a slim cane in one paw. Behind "
-        "it, stylized waves and a snowy mountain fill the background in Prussian blue and muted green.",
+        "A raccoon in a tailcoat stands upright with a slim cane in one paw. Behind it, "
+        "stylized waves and a snowy mountain fill the background in Prussian blue and muted green.",
         None,
     ),
     # a verb, writing, scenery and a vehicle's own parts
@@ -1232,8 +1295,9 @@ def test_a_caption_holds_what_the_image_shows():
     car = "A red vintage convertible parked on a coastal cliff road above the ocean."
     prompt = "the car drives off along the coast"
     drive = (
-        "convertible's engine turns over and the car pulls away from the roadside, accelerating along "
-        "the winding cliff road as the ocean glitters far below. The camera pans to follow it."
+        "convertible's engine turns over and the car pulls away from the roadside, accelerating "
+        "along the winding cliff road as the ocean glitters far below. "
+        "The camera pans to follow it."
     )
     assert codes(prompt, "The blue " + drive, "image-to-video", context=car) == {
         "color": "contradiction"
@@ -1325,7 +1389,10 @@ def test_assessment_api():
 
 
 def test_salvage_drops_a_first_person_or_a_chinese_sentence_that_adds_a_subject():
-    text = "A vast ocean under a grey sky. I count the waves as they roll in. Long swells reach the shore."
+    text = (
+        "A vast ocean under a grey sky. I count the waves as they roll in. "
+        "Long swells reach the shore."
+    )
     salvaged = drop_offending_sentences(text, assess("ocean", text))
     assert salvaged == "A vast ocean under a grey sky. Long swells reach the shore."
     chinese = "老渔夫坐在岸边钓鱼。一只黑色的大狗趴在他的脚边。湖面平静。"
@@ -1394,7 +1461,10 @@ def test_a_text_that_only_lost_the_camera_move_is_mended_by_a_closing_sentence(p
 
 def test_a_camera_kept_still_instead_of_the_move_is_mended_without_its_sentence():
     prompt = "A lighthouse on a cliff, tilt up."
-    text = "A white lighthouse stands on a rocky cliff. The camera stays fixed at eye level. Gulls wheel overhead."
+    text = (
+        "A white lighthouse stands on a rocky cliff. The camera stays fixed at eye level. "
+        "Gulls wheel overhead."
+    )
     result = assess(prompt, text)
     assert [(f.code, f.kind) for f in result.findings] == [("camera_still", "contradiction")]
     mended = say_lost_camera(text, result)
@@ -1404,7 +1474,10 @@ def test_a_camera_kept_still_instead_of_the_move_is_mended_without_its_sentence(
     )
     assert assess(prompt, mended).passed
     pan = "A red fox crosses a snowy field, camera pans left."
-    other_way = "A red fox crosses a snowy field. The camera moves slowly right along the fence. Snow falls."
+    other_way = (
+        "A red fox crosses a snowy field. The camera moves slowly right along the fence. "
+        "Snow falls."
+    )
     mended = say_lost_camera(other_way, assess(pan, other_way))
     assert (
         mended == "A red fox crosses a snowy field. Snow falls. The camera pans slowly to the left."
@@ -1466,10 +1539,11 @@ def test_a_lost_camera_move_is_not_mended_beside_another_finding_or_in_chinese()
 def test_made_up_text_to_draw_fails_and_its_sentence_can_be_dropped():
     profile = default_registry().get("wan-t2v")
     text = (
-        "A black laptop with a sleek aluminum lid sits open on a wooden desk beside a mug and a small plant. "
-        "The screen shows 'Sierra Touch', 'Gaming for Windows 10' and 'Power Display'. Soft daylight falls "
-        "from a window, and the camera slowly zooms in toward the glowing screen until the keys fill the frame, "
-        "warm tones, shallow depth of field, crisp realistic footage."
+        "A black laptop with a sleek aluminum lid sits open on a wooden desk beside a mug and a "
+        "small plant. The screen shows 'Sierra Touch', 'Gaming for Windows 10' and 'Power "
+        "Display'. Soft daylight falls from a window, and the camera slowly zooms in toward the "
+        "glowing screen until the keys fill the frame, warm tones, shallow depth of field, "
+        "crisp realistic footage."
     )
     result = assess("Laptop, zoom in.", text, profile)
     assert [f.code for f in result.findings] == [
@@ -1477,16 +1551,21 @@ def test_made_up_text_to_draw_fails_and_its_sentence_can_be_dropped():
     ] and "Sierra Touch" in result.findings[0].words
     salvaged = drop_offending_sentences(text, result)
     assert "Sierra" not in salvaged and assess("Laptop, zoom in.", salvaged, profile).passed
-    one_title = 'Gwen Stacy reads a worn copy of "The Amazing Spider-Man" by a window.'  # one title: a detail
+    # one title: a detail
+    one_title = 'Gwen Stacy reads a worn copy of "The Amazing Spider-Man" by a window.'
     assert "added_text" not in {
         f.code for f in assess("Gwen Stacy reading a book", one_title).findings
     }
-    named = "a laptop showing Sierra Touch, Gaming for Windows 10 and Power Display, zoom in"  # licensed
+    # licensed
+    named = "a laptop showing Sierra Touch, Gaming for Windows 10 and Power Display, zoom in"
     assert "added_text" not in {f.code for f in assess(named, text, profile).findings}
 
 
 def test_salvage_drops_only_the_sentence_that_adds_a_subject():
-    text = "A calm mountain lake at dawn. A deer drinks at the shore. Mist drifts over the still water."
+    text = (
+        "A calm mountain lake at dawn. A deer drinks at the shore. "
+        "Mist drifts over the still water."
+    )
     salvaged = drop_offending_sentences(text, assess(LAKE, text))
     assert salvaged == "A calm mountain lake at dawn. Mist drifts over the still water."
     assert assess(LAKE, salvaged).passed
@@ -1519,7 +1598,10 @@ def test_a_drawing_in_the_picture_is_no_medium_and_an_edit_may_name_the_photo():
             "a cute corgi, anime style", "A cute corgi. Photorealistic.", profile
         ).findings
     }
-    edit = "Turn the photo into a loose watercolor painting, keeping the lake and the pines where they are."
+    edit = (
+        "Turn the photo into a loose watercolor painting, "
+        "keeping the lake and the pines where they are."
+    )
     assert "medium" not in {
         f.code
         for f in assess(
@@ -1531,8 +1613,8 @@ def test_a_drawing_in_the_picture_is_no_medium_and_an_edit_may_name_the_photo():
 def test_salvage_drops_the_sentence_that_calls_a_sketch_a_photograph():
     prompt = "a sketch of a train"
     text = (
-        "A rough sketch of a red train on a winding track, drawn in loose pencil lines on plain paper. "
-        "The carriages curve around a bend. Calm, photorealistic detail."
+        "A rough sketch of a red train on a winding track, drawn in loose pencil lines on plain "
+        "paper. The carriages curve around a bend. Calm, photorealistic detail."
     )
     salvaged = drop_offending_sentences(text, assess(prompt, text))
     assert salvaged == text.rsplit(" Calm", 1)[0] and assess(prompt, salvaged).passed
@@ -1687,8 +1769,8 @@ NOT_JUDGED = [
 def test_salvage_drops_the_sentence_with_a_time_the_prompt_rules_out():
     prompt = "an empty street at night"
     text = (
-        "An empty cobbled street at night, a single lamp glowing over wet stones. Early morning light "
-        "falls across the shop windows. Wide shot at eye level."
+        "An empty cobbled street at night, a single lamp glowing over wet stones. "
+        "Early morning light falls across the shop windows. Wide shot at eye level."
     )
     salvaged = drop_offending_sentences(text, assess(prompt, text))
     assert salvaged == (
@@ -1703,7 +1785,10 @@ def test_an_edit_keeps_the_time_of_day_of_its_image():
     changed = (
         "Rainy morning on the sidewalk: the six friends chat under umbrellas beside the neon sign."
     )
-    kept = "Rain falls on the sidewalk at night: the six friends chat under umbrellas beside the neon sign."
+    kept = (
+        "Rain falls on the sidewalk at night: "
+        "the six friends chat under umbrellas beside the neon sign."
+    )
     assert (
         codes("make it rainy", changed, "image-to-image", context=caption).get("time_of_day")
         == "contradiction"
@@ -1714,10 +1799,13 @@ def test_an_edit_keeps_the_time_of_day_of_its_image():
 def test_a_static_camera_that_then_travels_is_moved():
     prompt = "a monastery on a cliff, camera static"
     moved = (
-        "A white monastery sits on a cliff. The camera holds still at first, then slowly moves toward "
-        "the cliff."
+        "A white monastery sits on a cliff. The camera holds still at first, "
+        "then slowly moves toward the cliff."
     )
-    still = "A white monastery sits on a cliff. The camera holds still, the fog slowly moves across the valley."
+    still = (
+        "A white monastery sits on a cliff. The camera holds still, "
+        "the fog slowly moves across the valley."
+    )
     assert codes(prompt, moved, "image-to-video").get("camera") == "contradiction"
     assert "camera" not in codes(prompt, still, "image-to-video")
 
@@ -1731,7 +1819,10 @@ def test_an_edit_that_keeps_a_thing_in_another_colour_than_the_image_contradicts
         codes("make it a retro poster", text, "image-to-image", context=caption).get("color")
         == "contradiction"
     )
-    kept = "Turn the scene into a retro poster. Keep the beach, the hills and the sky in pink and orange."
+    kept = (
+        "Turn the scene into a retro poster. Keep the beach, "
+        "the hills and the sky in pink and orange."
+    )
     assert "color" not in codes("make it a retro poster", kept, "image-to-image", context=caption)
 
 
@@ -1802,8 +1893,8 @@ def test_the_prompts_own_past_tense_is_no_story():
         "the lampposts were adorned with Art Deco motifs, their shapes and frosted glass glowing"
     )
     text = (
-        f"{prompt[:1].upper()}{prompt[1:]}. Soft light from a window falls across the facades, and the "
-        "frosted glass glows against a calm blue sky in clear contrast."
+        f"{prompt[:1].upper()}{prompt[1:]}. Soft light from a window falls across the facades, "
+        "and the frosted glass glows against a calm blue sky in clear contrast."
     )
     assert "form" not in assess(prompt, text, profile).kinds()
     story = text + " Then they faded and the street was dark."
@@ -1825,7 +1916,10 @@ def test_a_picture_word_of_the_prompt_need_not_be_kept():
 
 def test_a_spelling_variant_keeps_the_thing():
     profile = default_registry().get("image")
-    text = "A white toilet stands beside a black hair dryer on a tiled counter, soft light, photograph."
+    text = (
+        "A white toilet stands beside a black hair dryer on a tiled counter, soft light, "
+        "photograph."
+    )
     assert "lost" not in assess("a toilet and a hair drier", text, profile).kinds()
     assert (
         "lost"
@@ -1836,7 +1930,8 @@ def test_a_spelling_variant_keeps_the_thing():
 @pytest.mark.parametrize(
     ("prompt", "text"),
     [
-        # the first thing is not what the relation rests ("under", "holding a cup on a table", "on the beach")
+        # the first thing is not what the relation rests ("under", "holding a cup on a table",
+        # "on the beach")
         (
             "a cat under a table",
             "A cat under a table sits on a soft rug by the window, its tail curled up.",
@@ -1958,7 +2053,8 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     # when written (so its recall started at 0.000: 40 of 121 were labelled unfaithful); read
     # while adding the checks of that day, 0.625 / 0.250. Its floor guards those checks.
     # blind6 (2026-12-03, late): 119 outputs of the default pipeline, all passed by this check when
-    # written (recall 0 by construction), 45 labelled unfaithful; read the same night: 1.000 / 0.200.
+    # written (recall 0 by construction), 45 labelled unfaithful; read the same night:
+    # 1.000 / 0.200.
     # blind7 (2026-12-03, night): before/after outputs of the change and camera-mend commits on 51
     # camera and change prompts, labelled blind together (43 of 102 unfaithful).
     # blind8 (2026-12-03, late night): 109 fresh prompts enhanced at 83a1946 and at b0f811b (124
@@ -1971,8 +2067,9 @@ def test_labelled_pairs_precision_and_recall_of_reject():
     # medium, change and echo-relation checks of that morning: 0.958 / 0.174.
     # blind10 (2026-12-04, evening): 141 fresh t2v/t2i prompts enhanced by the adapter shipped until
     # then and by a 3-epoch tune (278 distinct outputs, five blind labellers): 98 unfaithful, the 3
-    # fallbacks among them flagged: 1.000 / 0.031 when labelled (recall 0 otherwise by construction);
-    # read the same evening (grey is not white, glazes, owned coverings, "its fur"): 1.000 / 0.041.
+    # fallbacks among them flagged: 1.000 / 0.031 when labelled (recall 0 otherwise by
+    # construction); read the same evening (grey is not white, glazes, owned coverings,
+    # "its fur"): 1.000 / 0.041.
     assert min(scores["calibration"][:2]) >= 0.9
     assert scores["blind10"][0] >= 0.9 and scores["blind10"][1] >= 0.04
     assert scores["blind9"][0] >= 0.9 and scores["blind9"][1] >= 0.12
@@ -2031,9 +2128,10 @@ def test_a_chinese_prompt_keeps_its_subject_in_a_chinese_output():
 def test_a_pronoun_brings_a_person_into_a_prompt_with_no_one_in_it():
     profile = default_registry().get("video")
     text = (
-        "A quiet barn at dawn with hay bales stacked by the open doors and light falling across the "
-        "dusty floor. She walks slowly between the stalls, brushing the wooden posts with her hand, as "
-        "the camera follows from behind and pigeons settle on the beams above in warm golden light."
+        "A quiet barn at dawn with hay bales stacked by the open doors and light falling across "
+        "the dusty floor. She walks slowly between the stalls, brushing the wooden posts with her "
+        "hand, as the camera follows from behind and pigeons settle on the beams above in warm "
+        "golden light."
     )
     found = assess("a barn at dawn", text, profile).findings
     assert any(f.code == "added_person" and "she" in f.words for f in found)
@@ -2114,7 +2212,8 @@ def test_who_a_prompt_licenses(prompt, text, word):
         (
             "image-to-image",
             "make it winter",
-            "Turn the scene into winter: cover the ground in snow and add a figure of a young woman in a red coat.",
+            "Turn the scene into winter: cover the ground in snow and add a figure of a young "
+            "woman in a red coat.",
             "figure",
         ),
         ("image-to-image", "make it sunny", "Make it sunny and place two dogs on the lawn.", "dog"),
@@ -2127,7 +2226,8 @@ def test_who_a_prompt_licenses(prompt, text, word):
         (
             "image-to-image",
             "make it winter",
-            "Turn the scene into winter: cover the ground and rooftops in fresh snow, keep the composition.",
+            "Turn the scene into winter: cover the ground and rooftops in fresh snow, "
+            "keep the composition.",
             None,
         ),
         (
@@ -2206,8 +2306,8 @@ def test_a_noun_said_again_in_another_colour_contradicts_the_prompt(prompt, text
 def test_word_salad_is_a_finding_and_the_prompts_own_words_are_not():
     video = default_registry().get("video")
     salad = (
-        "A socks wide ended loaf of bread inside full boards fall threatening gray paws figurerounding "
-        "attitude nondogaszpanska ref preaccerr atp attribution."
+        "A socks wide ended loaf of bread inside full boards fall threatening gray paws "
+        "figurerounding attitude nondogaszpanska ref preaccerr atp attribution."
     )
     found = assess("a red fox in snow", salad, video)
     assert "word_salad" in [f.code for f in found.findings] and not found.passed

@@ -125,8 +125,9 @@ class _Recording(Backend):
 
         def deltas(run):
             text = (
-                "The sea in the picture rolls slowly toward the shore while foam spreads across the sand "
-                "and the camera holds a steady wide shot at eye level in soft evening light."
+                "The sea in the picture rolls slowly toward the shore while foam spreads across "
+                "the sand and the camera holds a steady wide shot at eye level in soft evening "
+                "light."
             )
             yield text
             run.output = GenerationOutput(text, 10, 30, "stop", 0.1, 300.0)

@@ -52,7 +52,8 @@ def test_the_default_model_is_the_tuned_one_and_differs_from_the_base(model_dir,
 
 
 def test_tuned_outputs_pass_the_assessment_on_held_out_prompts(model_dir):
-    """Eight held-out inputs (one per profile, round-robin), default settings, through the real pipeline."""
+    """Eight held-out inputs (one per profile, round-robin), default settings, through the real
+    pipeline."""
     import promptx
     from promptx.tune import balanced, passes_on
     from promptx.tuning_pairs import read_pairs

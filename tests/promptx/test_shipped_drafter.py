@@ -175,12 +175,14 @@ def test_half_precision_speculative_decoding_equals_plain_decoding(model_dir, dt
 
     if not cpu_has_fast_bf16():
         pytest.skip(
-            "no native bf16 on this CPU: bf16 and int4 are not defaults here, and emulated bf16 is not checked"
+            "no native bf16 on this CPU: bf16 and int4 are not defaults here, "
+            "and emulated bf16 is not checked"
         )
     generator = Generator.from_dir(model_dir, dtype=dtype)
     if not generator.exact_batches:
         pytest.skip(
-            f"{dtype}: this CPU's kernels mix the rows of a pass, so it decodes plainly (no speculation)"
+            f"{dtype}: this CPU's kernels mix the rows of a pass, "
+            "so it decodes plainly (no speculation)"
         )
     model, tokenizer = generator.model, generator.tokenizer
     assert model.precision == dtype
@@ -206,9 +208,10 @@ def test_half_precision_speculative_decoding_equals_plain_decoding(model_dir, dt
             )
             for t in chunk
         ]
-        assert fast == plain, (
-            f"{target}: {prompt!r} differs at token {next((i for i, (a, b) in enumerate(zip(fast, plain)) if a != b), min(len(fast), len(plain)))}"
+        first_difference = next(
+            (i for i, (a, b) in enumerate(zip(fast, plain)) if a != b), min(len(fast), len(plain))
         )
+        assert fast == plain, f"{target}: {prompt!r} differs at token {first_difference}"
 
 
 def test_a_batch_in_int4_decodes_each_prompt_as_alone(model_dir):

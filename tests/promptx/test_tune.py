@@ -1,5 +1,5 @@
-"""``promptx tune`` on the real embedded model: records, two training steps, resume, the merged model,
-the prepare-time adapter, and the errors of bad data."""
+"""``promptx tune`` on the real embedded model: records, two training steps, resume, the merged
+model, the prepare-time adapter, and the errors of bad data."""
 
 from __future__ import annotations
 
@@ -21,29 +21,30 @@ PAIRS = [
         "id": "t-1",
         "target": "video",
         "input": "a kite over a beach",
-        "output": "A red diamond kite climbs over a wide sandy beach, its long tail rippling in the wind. "
-        "The camera tilts up slowly to follow it against a pale blue sky.",
+        "output": "A red diamond kite climbs over a wide sandy beach, its long tail rippling in "
+        "the wind. The camera tilts up slowly to follow it against a pale blue sky.",
     },
     {
         "id": "t-2",
         "target": "sdxl",
         "input": "a lighthouse at dusk",
-        "output": "lighthouse, rocky point, dusk, violet sky, warm lamp glow, calm sea, wide shot, photograph",
+        "output": "lighthouse, rocky point, dusk, violet sky, warm lamp glow, calm sea, wide shot, "
+        "photograph",
     },
     {
         "id": "t-3",
         "target": "image",
         "input": "a bowl of lemons",
-        "output": "A white ceramic bowl full of bright yellow lemons on a pale wooden table, soft window "
-        "light from the left, shallow depth of field, still life photograph.",
+        "output": "A white ceramic bowl full of bright yellow lemons on a pale wooden table, "
+        "soft window light from the left, shallow depth of field, still life photograph.",
     },
     {
         "id": "t-4",
         "target": "image-to-video",
         "input": "the flag waves",
         "image": "A flag on a pole by the sea.",
-        "output": "The flag ripples and snaps in a steady sea breeze while the pole stays still; small waves "
-        "roll in behind it. The camera holds a steady medium shot.",
+        "output": "The flag ripples and snaps in a steady sea breeze while the pole stays still; "
+        "small waves roll in behind it. The camera holds a steady medium shot.",
     },
 ]
 HELDOUT = [
@@ -51,15 +52,16 @@ HELDOUT = [
         "id": "h-1",
         "target": "video",
         "input": "a paper boat on a stream",
-        "output": "A small white paper boat drifts down a clear shallow stream, turning slowly as the water "
-        "carries it past smooth stones. The camera follows it at water level in soft morning light.",
+        "output": "A small white paper boat drifts down a clear shallow stream, turning slowly as "
+        "the water carries it past smooth stones. "
+        "The camera follows it at water level in soft morning light.",
     },
     {
         "id": "h-2",
         "target": "image",
         "input": "a green teapot",
-        "output": "A glossy green ceramic teapot on a linen cloth, steam rising from its spout, warm side "
-        "light, simple studio background, product photograph.",
+        "output": "A glossy green ceramic teapot on a linen cloth, steam rising from its spout, "
+        "warm side light, simple studio background, product photograph.",
     },
 ]
 
@@ -148,7 +150,8 @@ def test_the_default_model_merges_a_shipped_adapter_when_prepared(
 ):
     """The adapter applied at prepare time gives the logits of the LoRA model it was trained as.
 
-    The GGUF conversion itself is tested in test_models.py; here it copies the converted directory."""
+    The GGUF conversion itself is tested in test_models.py; here it copies the converted
+    directory."""
     import shutil
 
     import torch

@@ -35,8 +35,8 @@ def test_the_checker_names_each_problem_with_its_line(tmp_path, capsys):
         "input": "a red kite",
         "source": "team",
         "author": "test",
-        "output": "red kite, diamond shape, long ribbon tail, windy hill, blue sky, bright daylight, "
-        "low angle, photograph, sharp focus, vivid colours",
+        "output": "red kite, diamond shape, long ribbon tail, windy hill, blue sky, "
+        "bright daylight, low angle, photograph, sharp focus, vivid colours",
     }
     bad = dict(
         good,

@@ -19,8 +19,9 @@ REWRITE = (
 
 
 def check(original, text, *, min_words=30, **_):
-    """Every problem the checks of promptx.text.validate find in ``text`` as a rewrite of ``original``
-    (as promptx.quality.assess reads them, plus a length floor of a third of ``min_words``)."""
+    """Every problem the checks of promptx.text.validate find in ``text`` as a rewrite of
+    ``original`` (as promptx.quality.assess reads them, plus a length floor of a third of
+    ``min_words``)."""
     t = text.strip()
     if not t:
         return ["the output is empty"]
@@ -84,7 +85,8 @@ def test_unrelated_output_loses_the_subject():
         ),
         (
             "A boat sailing along the Seine with the Eiffel Tower in the background",
-            "A small wooden sailboat drifts on the river Seine while the Eiffel Tower rises behind it.",
+            "A small wooden sailboat drifts on the river Seine while the Eiffel Tower rises behind "
+            "it.",
         ),
     ],
 )
@@ -157,7 +159,10 @@ def test_chinese_input_translated_to_english_skips_the_lexical_check():
 
 
 def test_chinese_output_for_chinese_input_uses_character_overlap():
-    good = "一只橘色的虎斑猫站在红色滑板上，沿着阳光明媚的街道滑行，毛发被风吹起，低角度跟拍，金色的光线。"
+    good = (
+        "一只橘色的虎斑猫站在红色滑板上，沿着阳光明媚的街道滑行，"
+        "毛发被风吹起，低角度跟拍，金色的光线。"
+    )
     bad = "清晨宁静的山间湖泊，薄雾在平静的水面上飘荡，岸边是高大的松树，远处群山连绵。"
     assert check("一只猫在滑板上", good) == []
     assert check("一只猫在滑板上", bad) == [
@@ -240,7 +245,10 @@ def test_instructions_to_the_user(text):
 
 
 def test_an_edit_instruction_is_not_mistaken_for_instructions_to_the_user():
-    text = "Make the sky a vivid purple sunset while keeping the house, the trees and the framing unchanged."
+    text = (
+        "Make the sky a vivid purple sunset while keeping the house, "
+        "the trees and the framing unchanged."
+    )
     assert check("make the sky purple", text, task="i2i", fmt="instruction", min_words=30) == []
 
 

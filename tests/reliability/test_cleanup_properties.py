@@ -30,14 +30,15 @@ from promptx.text.cleanup import clean_output, count_words, estimate_encoder_tok
 TEXTS = 300  # generated texts per property
 
 WORDS = (
-    "cat dog lighthouse harbor golden misty river violet ancient bridge lantern forest crimson quiet "
-    "glass tower meadow storm silver fox snow market neon rain velvet window dune orchid copper train "
-    "amber cliff garden mirror shadow canyon marble ember willow falcon pebble saffron harbour cobalt"
+    "cat dog lighthouse harbor golden misty river violet ancient bridge lantern forest crimson "
+    "quiet glass tower meadow storm silver fox snow market neon rain velvet window dune orchid "
+    "copper train amber cliff garden mirror shadow canyon marble ember willow falcon pebble "
+    "saffron harbour cobalt"
 ).split()
 TAG_WORDS = (
-    "masterpiece detailed cinematic portrait landscape sunset neon rain bokeh watercolor sharp soft "
-    "warm cold golden hour studio light film grain wide angle close up red scarf old tram misty "
-    "forest city night castle dragon knight ocean wave"
+    "masterpiece detailed cinematic portrait landscape sunset neon rain bokeh watercolor sharp "
+    "soft warm cold golden hour studio light film grain wide angle close up red scarf old tram "
+    "misty forest city night castle dragon knight ocean wave"
 ).split()
 SECRET = (
     "zzcode",
@@ -292,7 +293,8 @@ def test_sdxl_tags_stay_whole_unrepeated_within_the_budget_and_without_markup():
 
 
 def _split_tag_text(rng: random.Random) -> str:
-    """Sentences with a tag split by another tag ('<scr<b>ipt>'): one pass of tag removal joins it."""
+    """Sentences with a tag split by another tag ('<scr<b>ipt>'): one pass of tag removal joins
+    it."""
     sentences = [_sentence(rng) for _ in range(rng.randint(1, 4))]
     trick = rng.choice(
         [
@@ -343,7 +345,8 @@ _BLOCK_TAGS = ("<p>", "</p><p>", "<div>", "<li>", "<h2>", "<tr><td>", "<td>", "<
 
 
 def _glued_block_text(rng: random.Random) -> tuple[str, list[str]]:
-    """Unrepeated sentences joined by an opening block tag with no space ("fox.<p>Owl"), and the sentences."""
+    """Unrepeated sentences joined by an opening block tag with no space ("fox.<p>Owl"), and the
+    sentences."""
     words = rng.sample(WORDS, 24)
     sentences = [
         " ".join(words[i : i + 4]).capitalize() + "."

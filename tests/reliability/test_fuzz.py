@@ -86,7 +86,8 @@ def test_the_table_has_at_least_100_cases_on_every_surface():
 
 
 def within(seconds: float, work: Callable[[], Any]) -> Any:
-    """``work()``'s value (or its exception); a test failure if it has not ended after ``seconds``."""
+    """``work()``'s value (or its exception); a test failure if it has not ended after
+    ``seconds``."""
     box: dict = {}
 
     def run():
@@ -117,7 +118,8 @@ def _png(width: int = 96, height: int = 64) -> bytes:
 
 @pytest.fixture(scope="module")
 def assets(tmp_path_factory) -> Path:
-    """The files ``Asset`` names: ok.png, truncated.png, not-an-image.png, a-dir (missing.png is not made)."""
+    """The files ``Asset`` names: ok.png, truncated.png, not-an-image.png, a-dir (missing.png is not
+    made)."""
     folder = tmp_path_factory.mktemp("assets")
     good = _png()
     (folder / "ok.png").write_bytes(good)
@@ -502,7 +504,8 @@ def test_http(case: Case, server):
 
 
 def test_http_concurrent_requests_are_neither_lost_nor_crossed(server):
-    """48 requests from 12 threads, good and bad interleaved: each answer is about its own prompt."""
+    """48 requests from 12 threads, good and bad interleaved: each answer is about its own
+    prompt."""
     goods = [
         f"a {colour} {thing} by the sea"
         for colour in ("red", "blue", "grey")

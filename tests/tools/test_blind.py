@@ -1,4 +1,5 @@
-"""tools.blind: the blind reading's draw, batches and score, and one reading end to end with the real model."""
+"""tools.blind: the blind reading's draw, batches and score, and one reading end to end with the
+real model."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def label(id_: str, faithful: bool, quality: int, problems: list[str] | None = N
     }
 
 
-# -- score -------------------------------------------------------------------------------------------------
+# -- score ----------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -139,7 +140,7 @@ def test_bad_label_row_names_file_and_line(labelled):
     assert any("part-1.r2.jsonl:6: problems must be" in line for line in lines)
 
 
-# -- arms, allocation, alignment ----------------------------------------------------------------------------
+# -- arms, allocation, alignment ------------------------------------------------------------------
 
 
 def test_arm_specs():
@@ -203,7 +204,7 @@ def test_alignment_follows_a_dropped_line():
     assert len(found) >= 15 and 10 not in found.values() and sum(why.values()) == 19 - len(found)
 
 
-# -- draw --------------------------------------------------------------------------------------------------
+# -- draw -----------------------------------------------------------------------------------------
 
 
 def test_draw_refuses_used_prompts(tmp_path, capsys):
@@ -295,7 +296,7 @@ def test_draw_is_fresh_seeded_and_recorded(tmp_path, shared_data, capsys):
     assert "used prompt" in capsys.readouterr().err
 
 
-# -- batches -----------------------------------------------------------------------------------------------
+# -- batches --------------------------------------------------------------------------------------
 
 
 def vbench_line_with_refs(data: Path) -> tuple[int, str, dict[str, str]]:
@@ -383,7 +384,7 @@ def test_batches_blind_dedupe_and_opaque_ids(tmp_path, shared_data, capsys):
     assert sorted(k["id"] for k in read_jsonl(tmp_path / "key.jsonl")) == before
 
 
-# -- end to end, real model -------------------------------------------------------------------------------
+# -- end to end, real model -----------------------------------------------------------------------
 
 
 @pytest.mark.slow

@@ -30,4 +30,5 @@ DEFAULT_TARGETS = {"t2v": "video", "t2i": "image", "i2v": "image-to-video", "i2i
 
 
 class BlindError(Exception):
-    """A user error: bad arguments, files or data. Its message is printed as ``blind: <message>``."""
+    """A user error: bad arguments, files or data. Its message is printed as
+    ``blind: <message>``."""

@@ -97,10 +97,10 @@ def guide_text(guide: Path, parts: int, readers: int) -> str:
     except OSError:
         raise BlindError(f"cannot read the guide {guide} (give it with --guide)") from None
     return (
-        f"{text}\n\n## This reading\n\nRead batches/part-K.jsonl (K = 1..{parts}; each line: id, task, generator, "
-        f"short, enhanced, image for image tasks) and write one label per item, in the format above, to "
-        f"labels/part-K.<reader>.jsonl in the reading's folder ({readers} readers per part, each their own "
-        f"<reader> name, e.g. r1, r2).\n"
+        f"{text}\n\n## This reading\n\nRead batches/part-K.jsonl (K = 1..{parts}; each line: id, "
+        "task, generator, short, enhanced, image for image tasks) and write one label per item, "
+        f"in the format above, to labels/part-K.<reader>.jsonl in the reading's folder ({readers} "
+        "readers per part, each their own <reader> name, e.g. r1, r2).\n"
     )
 
 
@@ -120,7 +120,8 @@ def batches(
     labels = sorted((run / "labels").glob("*.jsonl")) if (run / "labels").is_dir() else []
     if labels and not force:
         raise BlindError(
-            f"{run / 'labels'} has labels already; new batches would change every id (--force to redo)"
+            f"{run / 'labels'} has labels already; "
+            "new batches would change every id (--force to redo)"
         )
     if not (run / "prompts.jsonl").exists():
         raise BlindError(f"no {run / 'prompts.jsonl'}: run 'draw' first")

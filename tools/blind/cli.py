@@ -106,7 +106,8 @@ def run_enhance(args) -> None:
     targets = {t: getattr(args, f"target_{t}") for t in TASKS if getattr(args, f"target_{t}")}
     for arm, s in enhance(args.run, parse_all(args.arm), targets).items():
         print(
-            f"{arm}: {s['n']} outputs, median latency {s['median_latency_s']} s, fallbacks {s['fallbacks']}"
+            f"{arm}: {s['n']} outputs, median latency {s['median_latency_s']} s, "
+            f"fallbacks {s['fallbacks']}"
         )
 
 
@@ -123,7 +124,8 @@ def run_batches(args) -> None:
         force=args.force,
     )
     print(
-        f"wrote {len(key)} items in {args.parts} part(s) to {args.run / 'batches'}; key in {args.run / 'key.jsonl'}"
+        f"wrote {len(key)} items in {args.parts} part(s) to {args.run / 'batches'}; "
+        f"key in {args.run / 'key.jsonl'}"
     )
 
 

@@ -1,4 +1,5 @@
-"""Draw fresh prompts for a reading (or take the caller's), write RUN_DIR/prompts.jsonl, record them.
+"""Draw fresh prompts for a reading (or take the caller's), write RUN_DIR/prompts.jsonl, record
+them.
 
 A draw takes ``n`` prompts per task from the sources of ``sources``, seeded: the share of each
 source is proportional to how many fresh prompts it has (largest remainders, ties by the seeded
@@ -43,7 +44,8 @@ def fresh_pool(task: str, data: Path, used: set[str]) -> dict[str, list[Candidat
 
 
 def proportional(n: int, sizes: dict[str, int], rng: random.Random) -> dict[str, int]:
-    """Split ``n`` over sources in proportion to ``sizes``: floors, then the largest remainders (ties by ``rng``)."""
+    """Split ``n`` over sources in proportion to ``sizes``: floors, then the largest remainders
+    (ties by ``rng``)."""
     total = sum(sizes.values())
     n = min(n, total)
     if n <= 0:
@@ -61,8 +63,8 @@ def proportional(n: int, sizes: dict[str, int], rng: random.Random) -> dict[str,
 def allocate(
     n: int, sizes: dict[str, int], rng: random.Random, minimum: dict[str, int] | None = None
 ) -> dict[str, int]:
-    """Proportional shares of ``n``; a source whose share falls below its ``minimum`` gets the minimum and the
-    others split the rest."""
+    """Proportional shares of ``n``; a source whose share falls below its ``minimum`` gets the
+    minimum and the others split the rest."""
     share = proportional(n, sizes, rng)
     low = {
         s: min(k, sizes[s], n)
@@ -89,8 +91,8 @@ def draw_task(
         if task not in IMAGE_TASKS:
             raise BlindError(f"only {available} fresh {task} prompts left, {n} asked")
         print(
-            f"blind: {task}: only {available} fresh prompts with an existing image ({n} asked); drawing "
-            f"{available}",
+            f"blind: {task}: only {available} fresh prompts with an existing image ({n} asked); "
+            f"drawing {available}",
             file=sys.stderr,
         )
         n = available
@@ -180,7 +182,8 @@ def draw(
     prompts: Path | None = None,
     min_vbench: float = 0.5,
 ) -> list[dict]:
-    """Draw (or take ``prompts``), write RUN_DIR/prompts.jsonl and record the prompts; the rows written."""
+    """Draw (or take ``prompts``), write RUN_DIR/prompts.jsonl and record the prompts; the rows
+    written."""
     out = run / "prompts.jsonl"
     if out.exists():
         raise BlindError(f"{out} exists: a reading draws once (use a new RUN_DIR)")

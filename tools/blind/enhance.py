@@ -89,7 +89,8 @@ def one(enhancer, row: dict, arm: Arm, target: str) -> dict:
 def enhance(
     run: Path, arms: list[Arm], targets: dict[str, str] | None = None, enhancer=None
 ) -> dict[str, dict]:
-    """Enhance RUN_DIR's prompts with every arm; per arm: n, median latency, fallbacks (of its whole file)."""
+    """Enhance RUN_DIR's prompts with every arm; per arm: n, median latency, fallbacks (of its whole
+    file)."""
     prompts = jsonl.read(run / "prompts.jsonl") if (run / "prompts.jsonl").exists() else None
     if prompts is None:
         raise BlindError(f"no {run / 'prompts.jsonl'}: run 'draw' first")

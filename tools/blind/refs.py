@@ -1,10 +1,10 @@
 """Reference enhancements of vbench_all_dimension.txt, aligned line by line with confidence.
 
-Two files hold other systems' enhancements of the VBench prompts: vbench_all_dimension_gpt4o_longer.txt
-(GPT-4o, source name "gpt4o") and vbench_all_dimension_wan_extended.txt (Wan 2.1's prompt
-extender, "wan"). They are meant to be line-aligned with the short prompts, but ``wc -l`` counts
-945 lines in the GPT-4o file against 946: that file only lacks a final newline. The alignment is
-checked rather than trusted:
+Two files hold other systems' enhancements of the VBench prompts:
+vbench_all_dimension_gpt4o_longer.txt (GPT-4o, source name "gpt4o") and
+vbench_all_dimension_wan_extended.txt (Wan 2.1's prompt extender, "wan"). They are meant to be
+line-aligned with the short prompts, but ``wc -l`` counts 945 lines in the GPT-4o file against 946:
+that file only lacks a final newline. The alignment is checked rather than trusted:
 
 - every reference line is matched against the short prompts within ``SPAN`` lines of it, by how
   many of the short prompt's content words (their first four letters) it contains; its best
@@ -116,10 +116,12 @@ def _aligned(data: Path) -> tuple[dict[int, dict[str, str]], dict[str, dict]]:
 
 
 def aligned(data: Path) -> dict[int, dict[str, str]]:
-    """1-based line of vbench_all_dimension.txt -> {reference name: text} for the aligned references."""
+    """1-based line of vbench_all_dimension.txt -> {reference name: text} for the aligned
+    references."""
     return _aligned(Path(data).resolve())[0]
 
 
 def report(data: Path) -> dict[str, dict]:
-    """Per reference: its line count, how many lines aligned (and at a shift), and the drops by reason."""
+    """Per reference: its line count, how many lines aligned (and at a shift), and the drops by
+    reason."""
     return _aligned(Path(data).resolve())[1]

@@ -106,7 +106,8 @@ def markdown(result: dict, run: Path) -> str:
     lines = [
         f"# Blind reading: {run.name}",
         "",
-        f"Readers: {', '.join(result['readers'])}. Items counted (>= 2 readers): {result['agreement']['items']}.",
+        f"Readers: {', '.join(result['readers'])}. Items counted (>= 2 readers): "
+        f"{result['agreement']['items']}.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -125,8 +126,8 @@ def markdown(result: dict, run: Path) -> str:
     a = result["agreement"]
     lines += [
         "",
-        f"Agreement on faithful: {fmt(a['faithful_agree_pct'])}% of items; Cohen's kappa {fmt(a['kappa'])} "
-        f"(mean over {a['reader_pairs']} reader pair(s)); "
+        f"Agreement on faithful: {fmt(a['faithful_agree_pct'])}% of items; Cohen's kappa "
+        f"{fmt(a['kappa'])} (mean over {a['reader_pairs']} reader pair(s)); "
         f"mean |quality difference| {fmt(a['quality_abs_diff'])}.",
     ]
     if result["incomplete"]:

@@ -43,7 +43,8 @@ def files(root: Path = ROOT) -> list[Path]:
 
 
 def public_line(data: Path, ref: str) -> str | None:
-    """The prompt a ``file:line`` (or ``{file, line}``) reference into the shared prompts names, if readable."""
+    """The prompt a ``file:line`` (or ``{file, line}``) reference into the shared prompts names, if
+    readable."""
     name, _, number = ref.rpartition(":")
     if not number.isdigit():
         return None
