@@ -32,16 +32,21 @@ ENTROPY_METHOD = (
 # ---- harness -------------------------------------------------------------------------------------
 def harness_summary(stats: Sequence[DecodeStats]) -> dict:
     """What the harness chose: tree sizes and depths, predicted vs observed acceptance over its
-    speculative rounds, and how many tokens it decoded in plain steps instead."""
+    drafted rounds, how many tokens it decoded in plain steps instead, and its copy rounds
+    (a copy draft verified without the drafter: ``engine.speculative.copy_draft``)."""
     every = [r for s in stats for r in s.rounds]
-    rounds = [r for r in every if not r.get("plain")]
-    plain = len(every) - len(rounds)
+    copies = [r for r in every if r.get("copy")]
+    rounds = [r for r in every if not r.get("plain") and not r.get("copy")]
+    plain = sum(1 for r in every if r.get("plain"))
+    out: dict = {"rounds": len(rounds), "plain_steps": plain}
+    if copies:
+        out["copy_rounds"] = len(copies)
+        out["copy_accepted"] = round(sum(r["accepted"] for r in copies) / len(copies), 3)
     if not rounds:
-        return {"rounds": 0, "plain_steps": plain}
+        return out
     mean = lambda key: round(sum(r[key] for r in rounds) / len(rounds), 3)  # noqa: E731
     return {
-        "rounds": len(rounds),
-        "plain_steps": plain,
+        **out,
         "mean_nodes": mean("nodes"),
         "mean_depth": mean("depth"),
         "max_nodes": max(r["nodes"] for r in rounds),

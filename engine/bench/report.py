@@ -75,15 +75,17 @@ def run_bench(
     *,
     peers: Sequence[Peer | PeerProcess] = (),
     progress: Callable[[str], None] | None = None,
+    copies: object | None = None,
 ) -> dict:
-    """Measure every run and peer on ``prompts``; return the report (docs/bench.md)."""
+    """Measure every run and peer on ``prompts``; return the report (docs/bench.md). ``copies``:
+    the ``CopyDrafter`` the ``harness`` run prices copy drafts from (None: without them)."""
     if not prompts:
         raise BenchError("no prompts to benchmark")
     runs = build_runs(config)
     if drafter is None and len(runs) > 1:
         raise BenchError("speculative modes need a drafter")
     say = progress or (lambda message: None)
-    runs = [with_harness(run, generator.model, drafter, say) for run in runs]
+    runs = [with_harness(run, generator.model, drafter, say, copies) for run in runs]
     rss_loaded = peak_rss_mib()
     if config.warmup:
         say("warming up")
@@ -118,7 +120,7 @@ def run_bench(
         "schema_version": SCHEMA_VERSION,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine_info(generator.model),
-        "settings": _settings(config, runs, len(prompts)),
+        "settings": {**_settings(config, runs, len(prompts)), "copy_drafts": copies is not None},
         "runs": run_reports,
         "peers": {
             p.name: _peer_report(samples[p.name], reference)

@@ -142,15 +142,19 @@ def decode_run(
     return Sample(tokens, time.perf_counter() - started, stats)
 
 
-def with_harness(run: RunSpec, model, drafter, say: Callable[[str], None]) -> RunSpec:
+def with_harness(
+    run: RunSpec, model, drafter, say: Callable[[str], None], copies: object | None = None
+) -> RunSpec:
     """Give a ``harness`` run one Harness (stored cost table, else a quick calibration) for all
-    prompts."""
+    prompts, pricing copy drafts from ``copies`` (a ``CopyDrafter``) where given, as the
+    embedded backend's harness does with its drafter's table."""
     if run.mode != "harness" or run.planner is not None:
         return run
     from ..planning.harness import Harness
 
     say("loading the cost table (a quick calibration when none is stored)")
     harness = Harness.for_model(model, drafter)
+    harness.copies = copies
     harness.costs  # now, not inside the first timed decode  # noqa: B018
     return replace(run, planner=harness)
 

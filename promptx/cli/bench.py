@@ -141,6 +141,19 @@ def choose_drafter(generator, path: Path | None, seed: int) -> tuple[object, dic
     return random_drafter(generator.model, seed), {"path": None, "random": True}
 
 
+def copy_drafts_for(generator, drafter_info: dict | None):
+    """The ``CopyDrafter`` of the harness run: the copy table beside a trained drafter, loaded as
+    the embedded backend loads it ($PROMPTX_COPY_DRAFTS=0: none), else None."""
+    if not drafter_info or drafter_info["random"]:
+        return None
+    from engine import CopyDrafter
+
+    from ..backends.drafters import load_copy_table
+
+    table = load_copy_table(generator.model, Path(drafter_info["path"]))
+    return None if table is None else CopyDrafter(table)
+
+
 # ---- outputs -------------------------------------------------------------------------------------
 def _fmt(value, digits: int = 2) -> str:
     if value is None:
@@ -446,7 +459,8 @@ def suite_file(name: str) -> Path:
     default="none,chain,tree,harness",
     show_default=True,
     help="none, chain, tree, harness (the cost-aware planner; uses the stored cost table or a "
-    "quick calibration).",
+    "quick calibration, and prices copy drafts from the table beside a trained drafter, as "
+    "enhance does; PROMPTX_COPY_DRAFTS=0: without them).",
 )
 @click.option(
     "--concurrency",
@@ -594,7 +608,15 @@ def bench(
         say(f"starting peers in their own processes: {', '.join(peer_names)}")
     peer_list, skipped = make_peers(peer_names, generator, directory, source.gguf)
     try:
-        report = run_bench(generator, drafter, prompts, config, peers=peer_list, progress=say)
+        report = run_bench(
+            generator,
+            drafter,
+            prompts,
+            config,
+            peers=peer_list,
+            progress=say,
+            copies=copy_drafts_for(generator, drafter_info),
+        )
     finally:
         close_peers(peer_list)
     report.update(

@@ -721,3 +721,35 @@ def test_bench_passes_the_cuda_graphs_switch_to_the_model_it_loads(
         _cli(), ["bench", str(prompts), "--peers", "none"] + ([flag] if flag else [])
     )
     assert loads == [seen] and "stop here" in result.output
+
+
+def test_the_harness_run_prices_copy_drafts_from_the_table_beside_a_trained_drafter(
+    one_thread, tmp_path, monkeypatch
+):
+    """``promptx bench``'s harness run is the harness ``enhance`` uses: with a copy table beside a
+    trained drafter it prices copy drafts (``settings.copy_drafts``), still lossless; a random
+    drafter, or $PROMPTX_COPY_DRAFTS=0, runs without them."""
+    from engine import COPY_TABLE, CopyDrafter, NgramTable, target_fingerprint
+    from engine.bench import BenchConfig, BenchPrompt, random_drafter, run_bench
+    from promptx.cli.bench import copy_drafts_for
+
+    generator = tiny_generator()
+    model = generator.model
+    prompts = [BenchPrompt(tuple(range(3, 15)), "t2v", "a")]
+    table = NgramTable.build(
+        [list(range(3, 15)) * 3], order=2, min_count=2, fingerprint=target_fingerprint(model)
+    )
+    table.save(tmp_path / COPY_TABLE)
+    trained = {"path": str(tmp_path), "random": False}
+    copies = copy_drafts_for(generator, trained)
+    assert isinstance(copies, CopyDrafter)
+    assert copy_drafts_for(generator, {"path": None, "random": True}) is None
+    monkeypatch.setenv("PROMPTX_COPY_DRAFTS", "0")
+    assert copy_drafts_for(generator, trained) is None
+    monkeypatch.setenv("PROMPTX_CACHE", str(tmp_path))  # the quick calibration's table lands here
+    config = BenchConfig(max_new_tokens=12, modes=("harness",), warmup=False)
+    report = run_bench(generator, random_drafter(model), prompts, config, copies=copies)
+    assert report["settings"]["copy_drafts"] and report["runs"]["harness"]["lossless"]
+    assert report["runs"]["harness"]["harness"]["copy_rounds"] > 0  # the prompt repeats: copied
+    plain = run_bench(generator, random_drafter(model), prompts, config)
+    assert plain["settings"]["copy_drafts"] is False
