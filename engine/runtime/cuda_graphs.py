@@ -356,6 +356,7 @@ class GraphedTransformer(Transformer):
         leased = self.graphs.lease(capacity) if batch == 1 else None
         return leased if leased is not None else super().new_cache(capacity, batch)
 
+    @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, cache: KVCache, **options) -> ForwardOutput:
         if self.graphs.handles(tokens, cache, **options):
             return self.graphs(tokens, cache, **options)

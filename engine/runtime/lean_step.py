@@ -41,6 +41,7 @@ class LeanTransformer(Transformer):
 
     lean: "LeanStep | LeanInt4Pass"
 
+    @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, cache: KVCache, **options) -> ForwardOutput:
         if self.lean.handles(tokens, cache, **options):
             return self.lean(tokens, cache, **options)
