@@ -39,6 +39,7 @@ LAYERS = {
         "options": 3,
         "languages": 3,
         "request": 4,
+        "draft_prompts": 5,
         "result": 4,
         "models": 4,
         "compose": 4,

@@ -599,7 +599,7 @@ class FakeTokenizer:
 
 
 def test_cli_items_and_generation_on_two_prompts(target, tmp_path):
-    from promptx.cli.draft import build_items, load_prompt_specs
+    from promptx.draft_prompts import build_items, load_prompt_specs
     from promptx.profiles.registry import default_registry
 
     prompts = tmp_path / "prompts"
