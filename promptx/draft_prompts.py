@@ -263,7 +263,6 @@ def build_items(
 
     from .errors import PromptxError
     from .options import EnhanceOptions
-    from .profiles.render import render_messages
     from .request import EnhanceRequest
 
     profiles = {task: [p for p in registry.profiles() if p.task == task] for task in TASKS}
@@ -292,16 +291,7 @@ def build_items(
             )
             if request.skip_reason:
                 continue
-            messages = render_messages(
-                request.profile,
-                request.prompt,
-                image_facts=request.image_facts,
-                caption=request.caption,
-                style=request.style,
-                language=request.language,
-                system_prompt=request.system_prompt,
-                prompt_style=prompt_style,
-            )
+            messages = request.chat(prompt_style)
         except PromptxError:
             continue
         ids = tokenizer.encode_chat(messages)

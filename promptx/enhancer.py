@@ -25,7 +25,6 @@ from .errors import InvalidInputError
 from .models import check_precision, model_languages
 from .options import EnhanceOptions
 from .profiles.registry import registry_for
-from .profiles.render import render_messages
 from .profiles.schema import Profile, count_words
 from .quality import Assessment, assess
 from .quality.salvage import drop_offending_sentences, say_asked_view, say_lost_camera
@@ -463,17 +462,7 @@ def _plan(request: EnhanceRequest, seeds: list[int]) -> list[tuple[EnhanceReques
 def _messages(request: EnhanceRequest, backend: Backend):
     """The chat for one request in the backend's prompt style; a vision backend gets the image."""
     sees_image = backend.vision and request.image is not None
-    messages = render_messages(
-        request.profile,
-        request.prompt,
-        image_facts=request.image_facts,
-        caption=request.caption,
-        style=request.style,
-        language=request.language,
-        system_prompt=request.system_prompt,
-        prompt_style=backend.prompt_style,
-        vision=sees_image,
-    )
+    messages = request.chat(backend.prompt_style, vision=sees_image)
     if sees_image:
         from .image_url import image_data_url
 

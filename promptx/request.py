@@ -18,7 +18,7 @@ from typing import Any
 from .errors import InvalidInputError
 from .languages import describe_language, identify_language
 from .options import EnhanceOptions
-from .profiles.render import renders_language
+from .profiles.render import render_messages, renders_language
 from .profiles.schema import Profile, count_words
 from .result import EnhancedPrompt, EnhanceStats
 from .text.language import has_cjk
@@ -66,6 +66,21 @@ class EnhanceRequest:
         # an image nobody described may show anything: only pronouns and quotes are held back
         subjects = not (self.profile.wants_image and not self.caption)
         return DecodingConstraint.for_prompt(self.prompt, self.caption, subjects=subjects)
+
+    def chat(self, prompt_style: str, *, vision: bool = False) -> list[dict]:
+        """The chat messages of this request in ``prompt_style`` (``render_messages``); ``vision``:
+        for a model that is also given the image."""
+        return render_messages(
+            self.profile,
+            self.prompt,
+            image_facts=self.image_facts,
+            caption=self.caption,
+            style=self.style,
+            language=self.language,
+            system_prompt=self.system_prompt,
+            prompt_style=prompt_style,
+            vision=vision,
+        )
 
     @cached_property
     def opening(self) -> str:
