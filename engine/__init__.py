@@ -24,6 +24,8 @@ _PUBLIC = {
     "Generator": "engine.generator",
     "ContextOverflowError": "engine.generator",
     "Transformer": "engine.runtime.model",
+    "Runner": "engine.runtime.runner",
+    "build_runner": "engine.runtime.runner",
     "ModelConfig": "engine.runtime.config",
     "default_device": "engine.runtime.device",
     "fastest_dtype": "engine.runtime.device",

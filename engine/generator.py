@@ -1,34 +1,31 @@
 """The engine's one object that owns device resources: a loaded target, its tokenizer
 and (optionally) a drafter, turning prompt token ids into generated tokens.
 
-``stream`` picks the decoder: speculative when a drafter is attached and
-speculation is on, else the plain autoregressive reference; ``generate_many``
-decodes several prompts in one batch (speculative, ragged acceptance). On CUDA it
-attaches the target's CUDA graphs (``engine.runtime.cuda_graphs``) and, where
-installed, FlashInfer's tree attention (``engine.runtime.tree_attention``), which
-every batch-1 decoder then uses through the model. Policy for prompts, templates or
-text clean-up lives in promptx, not here.
+``stream`` decodes one prompt (``decode_speculative``: drafted rounds when a drafter is
+attached and speculation is on, plain steps otherwise); ``generate_many``
+decodes several prompts in one batch (speculative, ragged acceptance). Which code
+runs the model's passes (precision, exact rows, CUDA graphs, tree attention) is
+decided once, when the model is loaded, by ``engine.runtime.runner.build_runner``;
+``from_dir`` picks the precision. Policy for prompts, templates or text clean-up
+lives in promptx, not here.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from pathlib import Path
 from typing import Iterator, Sequence
 
 import torch
 
-from .decode.autoregressive import decode_autoregressive
 from .decode.prefix_cache import PrefixCache, prefix_dir
 from .decode.sampling import SamplingParams
 from .decode.stats import DecodeStats
 from .decode.stopping import StopChecker
-from .runtime.cuda_graphs import attach_cuda_graphs, cuda_graphs_of, graphs_wanted
-from .runtime.device import AUTO, INT4, INT8, PLAIN_ONLY, parse_dtype, prefers_int4
-from .runtime.exact_rows import make_rows_exact
+from .runtime.device import AUTO, INT4, PLAIN_ONLY, parse_dtype, prefers_int4
 from .runtime.model import Transformer
-from .runtime.tree_attention import use_flashinfer
+from .runtime.runner import Runner, build_runner
+from .speculative.loop import FixedTree, decode_speculative
 from .speculative.planner import Planner
 from .weights.loading import load_int4, load_model, model_identity
 from .weights.tokenizer import ChatTokenizer
@@ -51,35 +48,34 @@ LOSSLESS_GRID_DISTANCE = 0.1
 
 
 class Generator:
+    """Decodes prompts with a model built by ``engine.runtime.runner.build_runner`` (a ``Runner``,
+    or a ``Transformer`` built here in its own precision)."""
+
     def __init__(
         self,
-        model: Transformer,
+        model: Transformer | Runner,
         tokenizer: ChatTokenizer,
         drafter=None,
         planner: Planner | None = None,
         *,
-        exact_batches: bool = True,
         prefixes: PrefixCache | None = None,
         cuda_graphs: bool | None = None,
     ) -> None:
-        self.model, self.tokenizer = model, tokenizer
-        # False when a row's result depends on the other rows of a pass (int8, mixed): then
-        # tree verification could differ from plain decoding, so speculation is off.
-        self.exact_batches = exact_batches
-        if exact_batches:  # a row's numbers must not depend on the pass (tree verification)
-            make_rows_exact(model)
-        # on CUDA in half precision: FlashInfer's masked attention where installed and agreeing with
-        # SDPA; then batch-1 steps and verification passes replayed from graphs (None:
-        # $PROMPTX_CUDA_GRAPHS, on unless "0"). On a CPU neither changes anything.
-        use_flashinfer(model)
-        if cuda_graphs_of(model) is None and (
-            graphs_wanted() if cuda_graphs is None else cuda_graphs
-        ):
-            attach_cuda_graphs(model)
+        self.runner = (
+            model if isinstance(model, Runner) else build_runner(model, cuda_graphs=cuda_graphs)
+        )
+        self.model, self.tokenizer = self.runner.model, tokenizer
         self.drafter, self.planner = drafter, planner
         # prompt-prefix KV reuse: only where decoding is plain-only (see engine.decode.prefix_cache)
-        self.prefixes = prefixes if not exact_batches else None
+        self.prefixes = prefixes if not self.exact_batches else None
         self.lock = threading.Lock()  # one decode at a time per loaded model
+
+    @property
+    def exact_batches(self) -> bool:
+        """Whether a row's numbers are independent of its pass (``Runner.exact``): False for int8,
+        mixed and int4 where this CPU's kernels are not (tree verification could then differ
+        from plain decoding, so speculation is off)."""
+        return self.runner.exact
 
     @classmethod
     def from_dir(
@@ -92,50 +88,30 @@ class Generator:
     ) -> "Generator":
         """``dtype`` "auto" (or None): 4-bit weights where ``prefers_int4`` and the model's weights
         are 4-bit already (nothing changes but speed), else ``default_dtype``. ``cuda_graphs``: see
-        ``__init__`` (CUDA only)."""
+        ``build_runner`` (CUDA only). Models that decode plainly only (int8, mixed, int4 where rows
+        depend on their pass) keep prompt prefixes between calls
+        (``engine.decode.prefix_cache``)."""
+        runner = tokenizer = None
         if dtype in (None, AUTO) and prefers_int4(device):
             try:
-                generator = cls._from_dir_int4(
-                    model_dir, device, max_grid_distance=LOSSLESS_GRID_DISTANCE
-                )
+                loaded = load_int4(model_dir, device, LOSSLESS_GRID_DISTANCE)
             except ValueError:  # e.g. layer sizes the 4-bit groups do not divide: bf16 then
-                generator = None
-            if generator is not None:
-                return generator
-        dtype = parse_dtype(dtype, device)
-        if dtype in PLAIN_ONLY:
-            from .runtime.mixed_precision import use_mixed_precision
-            from .runtime.quantize import quantize_int8
-
-            model, tokenizer = load_model(model_dir, torch.float32, device)
-            model = quantize_int8(model) if dtype == INT8 else use_mixed_precision(model)
-            prefixes = PrefixCache(f"{model_identity(model_dir)}|{dtype}|{device}", prefix_dir())
-            return cls(model, tokenizer, exact_batches=False, prefixes=prefixes)
-        if dtype == INT4:
-            return cls._from_dir_int4(model_dir, device)  # asked for: whatever quantizing changes
-        model, tokenizer = load_model(model_dir, dtype, device)
-        return cls(model, tokenizer, cuda_graphs=cuda_graphs)
-
-    @classmethod
-    def _from_dir_int4(
-        cls, model_dir: str | Path, device: str | torch.device, max_grid_distance: float = math.inf
-    ) -> "Generator | None":
-        """4-bit weights (``engine.runtime.int4``), None if quantizing moved a weight further than
-        ``max_grid_distance`` steps; speculation only where this CPU's kernels compute rows
-        independently of their pass (else plain decoding, like int8)."""
-        from .runtime.int4 import rows_are_independent
-
-        loaded = load_int4(model_dir, device, max_grid_distance)
-        if loaded is None:
-            return None
-        model, tokenizer, _ = loaded
-        exact = rows_are_independent(torch.get_num_threads())
+                loaded = None
+            if loaded is not None:
+                model, tokenizer, _ = loaded
+                runner = build_runner(model)
+        if runner is None:
+            runner, tokenizer = _load_runner(
+                model_dir, parse_dtype(dtype, device), device, cuda_graphs
+            )
         prefixes = (
             None
-            if exact
-            else PrefixCache(f"{model_identity(model_dir)}|int4|{device}", prefix_dir())
+            if runner.exact
+            else PrefixCache(
+                f"{model_identity(model_dir)}|{runner.precision}|{device}", prefix_dir()
+            )
         )
-        return cls(model, tokenizer, exact_batches=exact, prefixes=prefixes)
+        return cls(runner, tokenizer, prefixes=prefixes)
 
     @property
     def context_window(self) -> int:
@@ -159,8 +135,6 @@ class Generator:
         """The tree planner for a decode, None to decode plainly: the attached one (e.g. the
         harness) for greedy decoding; for sampling its ``for_sampling`` choice (a planner whose
         trees do not follow measured timings, because a seed must give the same text every time)."""
-        from .speculative.loop import FixedTree
-
         if not self.can_speculate:
             return None
         if self.planner is None:
@@ -195,23 +169,17 @@ class Generator:
         stats = stats if stats is not None else DecodeStats()
         planner = self.planner_for(params) if speculative else None
         with self.lock:
-            if planner is not None:
-                from .speculative.loop import decode_speculative
-
-                yield from decode_speculative(
-                    self.model, self.drafter, prompt_ids, params, stop, stats, planner
-                )
-            else:
-                for token in decode_autoregressive(
-                    self.model,
-                    prompt_ids,
-                    params,
-                    stop,
-                    stats,
-                    prefixes=self.prefixes,
-                    prefix_len=prefix_len,
-                ):
-                    yield [token]
+            yield from decode_speculative(
+                self.model,
+                self.drafter if planner is not None else None,
+                prompt_ids,
+                params,
+                stop,
+                stats,
+                planner,
+                prefixes=self.prefixes,
+                prefix_len=prefix_len,
+            )
 
     def generate_many(
         self,
@@ -242,7 +210,6 @@ class Generator:
                 for ids, p, s, st, n in zip(prompts, params, stats, stops, lens)
             ]
         from .speculative.batch import decode_speculative_batch
-        from .speculative.loop import FixedTree
         from .speculative.planner import TreeConfig
 
         outputs: list[list[int]] = [[] for _ in prompts]
@@ -282,3 +249,18 @@ class Generator:
             )
             for t in chunk
         ]
+
+
+def _load_runner(
+    model_dir: str | Path, dtype: torch.dtype | str, device: str | torch.device, cuda_graphs
+) -> tuple[Runner, ChatTokenizer]:
+    """The runner for an explicit precision (``parse_dtype``'s): int4 whatever quantizing changes,
+    int8 and mixed from float32 weights, else the weights in ``dtype``."""
+    if dtype == INT4:
+        model, tokenizer, _ = load_int4(model_dir, device)
+        return build_runner(model), tokenizer
+    if dtype in PLAIN_ONLY:
+        model, tokenizer = load_model(model_dir, torch.float32, device)
+        return build_runner(model, dtype), tokenizer
+    model, tokenizer = load_model(model_dir, dtype, device)
+    return build_runner(model, cuda_graphs=cuda_graphs), tokenizer

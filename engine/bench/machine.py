@@ -1,4 +1,5 @@
-"""What the benchmark records about the machine: CPU, threads, precision, CUDA graphs, memory.
+"""What the benchmark records about the machine: CPU, threads, precision, kernels, CUDA graphs,
+memory.
 
 Not here: measuring decoding (``engine.bench.runs``).
 """
@@ -13,6 +14,7 @@ import torch
 
 from ..planning.cost_table import cpu_name
 from ..runtime.cuda_graphs import cuda_graphs_of
+from ..runtime.runner import describe
 
 
 def peak_rss_mib() -> float:
@@ -24,7 +26,7 @@ def peak_rss_mib() -> float:
 def machine_info(model) -> dict:
     from ..runtime.device import cpu_has_fast_bf16
 
-    device = model.lm_head.weight.device
+    device = model.embed_tokens.weight.device  # (int8 heads have no weight tensor)
     info = {
         "cpu_model": cpu_name(),
         "cpu_count": os.cpu_count(),
@@ -48,4 +50,5 @@ def machine_info(model) -> dict:
     info["attention"] = (
         "sdpa" if kernels == {None} else "flashinfer"
     )  # engine.runtime.tree_attention
+    info["kernels"] = describe(model)  # the classes every pass runs (engine.runtime.runner)
     return info

@@ -1,8 +1,11 @@
-"""The reference decoder: plain autoregressive decoding with the KV cache.
+"""The reference decoder: plain autoregressive decoding with the KV cache, the oracle.
 
 Greedy or sampled (temperature / top-p / top-k / repetition penalty, seeded),
-stopping on EOS, stop strings or the token budget. The speculative decoder
-must reproduce its greedy output token for token. Yields tokens as produced.
+stopping on EOS, stop strings or the token budget. Yields tokens as produced.
+The decoder that serves requests (``engine.speculative.loop.decode_speculative``,
+plain steps when there is no drafter) must reproduce its greedy output token for
+token; the tests, the benchmark's plain baseline and the drafter's reference data
+run this one. Also ``prefill``, which every decoder's first pass uses.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import torch
 
 from ..runtime.model import Transformer
 from .commit import commit_tokens
-from .prefix_cache import PrefixCache, prefill_split
 from .sampling import SamplingParams, make_generator, pick_token
 from .stats import DecodeStats
 from .stopping import StopChecker
@@ -34,12 +36,8 @@ def decode_autoregressive(
     params: SamplingParams,
     stop: StopChecker,
     stats: DecodeStats | None = None,
-    *,
-    prefixes: PrefixCache | None = None,
-    prefix_len: int = 0,
 ) -> Iterator[int]:
-    """Yield generated tokens. With ``prefixes``, the prompt's first ``prefix_len`` tokens are
-    prefilled separately and their KV reused across calls (``engine.decode.prefix_cache``)."""
+    """Yield generated tokens."""
     stats = stats if stats is not None else DecodeStats()
     stats.prompt_tokens = len(prompt_ids)
     if stop.done:
@@ -47,10 +45,7 @@ def decode_autoregressive(
     cache = model.new_cache(len(prompt_ids) + params.max_new_tokens + 1)
     generator = make_generator(params.seed)
     started = time.perf_counter()
-    if prefixes is not None:
-        logits = prefill_split(model, prompt_ids, cache, prefixes, prefix_len).logits[0, -1]
-    else:
-        logits = prefill(model, prompt_ids, cache).logits[0, -1]
+    logits = prefill(model, prompt_ids, cache).logits[0, -1]
     stats.prefill_s = time.perf_counter() - started
     started = time.perf_counter()
     while True:

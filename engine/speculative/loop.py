@@ -27,6 +27,7 @@ import torch
 
 from ..decode.autoregressive import prefill
 from ..decode.commit import commit_tokens
+from ..decode.prefix_cache import PrefixCache, prefill_split
 from ..decode.sampling import SamplingParams, make_generator, pick_token
 from ..decode.stats import DecodeStats
 from ..decode.stopping import StopChecker
@@ -234,7 +235,8 @@ class _PlainRun:
     """Steps inside a speculative decode that do not run the drafter: plain decoding steps, one
     token per target pass computed exactly as ``decode_autoregressive`` does, and copy rounds
     (a copy draft, ``engine.speculative.copy_draft``, verified in one pass) where the planner
-    prices one to pay; the taps are kept for the drafter's catch-up."""
+    prices one to pay; the taps are kept for the drafter's catch-up. In a decode without a drafter
+    (``speculating`` False) the steps keep no taps and record no rounds."""
 
     def __init__(
         self,
@@ -247,8 +249,10 @@ class _PlainRun:
         generator,
         planner: Planner,
         copies: "CopySession | None",
+        speculating: bool = True,
     ) -> None:
         self.model, self.cache, self.root, self.params = model, cache, root, params
+        self.speculating = speculating
         self.stop, self.stats, self.generator = stop, stats, generator
         self.planner, self.copies = planner, copies
         self.tokens: list[int] = []
@@ -272,20 +276,9 @@ class _PlainRun:
             seconds = time.perf_counter() - started
             self.stats.verify_s += seconds
             self.stats.target_forwards += 1
-            self.stats.record_round(accepted, len(chain))
-            self.stats.rounds.append(
-                {
-                    "plain": not chain,
-                    "copy": len(chain),
-                    "nodes": len(chain),
-                    "depth": len(chain),
-                    "accepted": accepted,
-                    "predicted_accepted": None,
-                    "predicted_s": None,
-                    "seconds": round(seconds, 5),
-                }
-            )
-            self.taps.append(taps)
+            if self.speculating:
+                self._record(len(chain), accepted, seconds)
+                self.taps.append(taps)
             self.tokens += tokens
             if self.copies is not None:
                 self.copies.commit(tokens)
@@ -296,8 +289,27 @@ class _PlainRun:
             if self.stop.done:
                 return
 
-    def _plain(self, token: int) -> tuple[list[int], torch.Tensor, int]:
-        out = self.model(torch.tensor([[token]], device=self.cache.k.device), self.cache, taps=True)
+    def _record(self, copied: int, accepted: int, seconds: float) -> None:
+        self.stats.record_round(accepted, copied)
+        self.stats.rounds.append(
+            {
+                "plain": not copied,
+                "copy": copied,
+                "nodes": copied,
+                "depth": copied,
+                "accepted": accepted,
+                "predicted_accepted": None,
+                "predicted_s": None,
+                "seconds": round(seconds, 5),
+            }
+        )
+
+    def _plain(self, token: int) -> tuple[list[int], torch.Tensor | None, int]:
+        out = self.model(
+            torch.tensor([[token]], device=self.cache.k.device),
+            self.cache,
+            taps=self.speculating,
+        )
         self.cache.commit(1)
         return (
             [pick_token(out.logits[0, -1], self.stop.tokens, self.params, self.generator)],
@@ -319,32 +331,39 @@ class _PlainRun:
 @torch.inference_mode()
 def decode_speculative(
     model: Transformer,
-    drafter: Drafter,
+    drafter: Drafter | None,
     prompt_ids: Sequence[int],
     params: SamplingParams,
     stop: StopChecker,
     stats: DecodeStats | None = None,
     planner: Planner | None = None,
+    *,
+    prefixes: PrefixCache | None = None,
+    prefix_len: int = 0,
 ) -> Iterator[list[int]]:
-    """Yield accepted tokens per round; greedy output equals ``decode_autoregressive`` exactly.
+    """Yield accepted tokens per round; greedy output equals ``decode_autoregressive`` exactly
+    (the reference decoder the tests compare against).
 
     ``planner`` drafts each round's tree and observes its outcome (default ``FixedTree()``;
-    ``engine.planning.harness.Harness`` sizes trees from measured costs).
+    ``engine.planning.harness.Harness`` sizes trees from measured costs). Without a ``drafter``
+    every round is a plain step (the planner is not asked); the prompt's first ``prefix_len``
+    tokens may then be reused from ``prefixes`` (``engine.decode.prefix_cache``).
     """
+    if drafter is not None and prefixes is not None:
+        raise ValueError("prompt prefixes are kept for plain decodes only (no drafter)")
     planner = planner if planner is not None else FixedTree()
     stats = stats if stats is not None else DecodeStats()
     stats.prompt_tokens = len(prompt_ids)
     if stop.done:
         return
-    copy_nodes = (
-        planner.copies.max_length if planner.copies is not None else 0
-    )  # a grafted copy draft
-    room = tree_room(planner.max_nodes + copy_nodes, model.layout)
-    capacity = len(prompt_ids) + params.max_new_tokens + room
+    capacity = len(prompt_ids) + params.max_new_tokens + _round_room(planner, drafter, model)
     cache = model.new_cache(capacity)
     generator = make_generator(params.seed)
     started = time.perf_counter()
-    out = prefill(model, prompt_ids, cache, taps=True)
+    if prefixes is not None:
+        out = prefill_split(model, prompt_ids, cache, prefixes, prefix_len)
+    else:
+        out = prefill(model, prompt_ids, cache, taps=drafter is not None)
     root = pick_token(out.logits[0, -1], stop.tokens, params, generator)
     stats.prefill_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -352,6 +371,11 @@ def decode_speculative(
     if emitted:
         yield emitted
     if stop.done:
+        return
+    if drafter is None:
+        run = _PlainRun(model, cache, root, params, stop, stats, generator, planner, None, False)
+        yield from run.steps(params.max_new_tokens)
+        stats.decode_s = time.perf_counter() - started
         return
     state = DraftState(drafter.new_cache(capacity + planner.draft_slots), root_out=None)
     copies = planner.copies.start(list(prompt_ids) + [root]) if planner.copies is not None else None
@@ -416,6 +440,15 @@ def decode_speculative(
         root = result.tokens[-1]
         planner.observe_pace(len(result.tokens), time.perf_counter() - paced, plain=False)
     stats.decode_s = time.perf_counter() - started
+
+
+def _round_room(planner: Planner, drafter: Drafter | None, model: Transformer) -> int:
+    """Cache slots a round may use past the committed tokens: a plain step's, or the planner's
+    largest tree with a grafted copy draft."""
+    if drafter is None:
+        return tree_room(0, model.layout)
+    copy_nodes = planner.copies.max_length if planner.copies is not None else 0
+    return tree_room(planner.max_nodes + copy_nodes, model.layout)
 
 
 def _graftable_copy(

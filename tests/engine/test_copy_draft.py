@@ -331,7 +331,7 @@ def test_greedy_decoding_with_copy_drafts_equals_plain_decoding_in_int4(model_di
 
     if not rows_are_independent(torch.get_num_threads()):
         pytest.skip("this CPU's int4 kernel mixes rows: no lossless speculation in int4 here")
-    generator = Generator._from_dir_int4(model_dir, "cpu")
+    generator = Generator.from_dir(model_dir, dtype="int4")
     model = generator.model
     drafter = load_drafter(SHIPPED_TABLE.parent, model, dtype=model.dtype).eval()
     copies = CopyDrafter(

@@ -21,7 +21,7 @@ from engine.runtime.int4 import (
     quantize_int4,
     rows_are_independent,
 )
-from tests.tiny import make_tiny_drafter, make_tiny_target, module_path
+from tests.tiny import make_tiny_drafter, make_tiny_target
 
 pytestmark = pytest.mark.skipif(
     not int4_available(), reason="this PyTorch build has no CPU int4 kernels"
@@ -140,24 +140,18 @@ def test_a_merged_adapter_is_split_back_out_of_a_prepared_directory(tmp_path):
     assert all(m.down is not None for m in merged.modules() if isinstance(m, Int4Linear))
 
 
-def _lean_and_module(model, run):
-    """``run(model)`` through the lean pass, then through the modules (lean switched off)."""
-    lean = run(model)
-    with module_path(model):
-        return lean, run(model)
-
-
 @pytest.mark.parametrize("bias", [False, True])
-def test_the_lean_pass_computes_what_the_modules_compute(one_thread, bias):
-    """In exact mode the passes after the prompt skip the modules (``LeanInt4Pass``): plain
-    steps and tree verification passes give the same logits, taps and cache entries, bit for
-    bit, with low-rank terms, across an aligned-span boundary; the prompt pass keeps the modules."""
+def test_rows_passes_compute_what_the_modules_compute(one_thread, bias):
+    """``Int4Rows.run_rows`` (batched int4 decoding) of one sequence after its prompt: plain steps
+    and tree verification passes give the logits, taps and cache entries of
+    ``Transformer.forward``, bit for bit, with low-rank terms, across an aligned-span boundary;
+    two sequences in one pass each get what they get alone."""
     import dataclasses
 
     from engine.runtime.exact_rows import make_rows_exact
+    from engine.runtime.int4_rows import Int4Rows, RowPass
     from engine.runtime.kv_cache import KEY_ALIGN
-    from engine.runtime.lean_step import LeanInt4Pass
-    from engine.speculative.loop import verify_pass
+    from engine.speculative.loop import verify_inputs, verify_pass
     from engine.speculative.tree import DraftTree
     from tests.tiny import TINY_CONFIG
 
@@ -173,11 +167,11 @@ def test_the_lean_pass_computes_what_the_modules_compute(one_thread, bias):
     }
     quantize_int4(model, terms)
     make_rows_exact(model)
-    assert isinstance(model.lean, LeanInt4Pass)
+    assert Int4Rows.supports(model)
+    rows = Int4Rows(model)
     prompt_length = KEY_ALIGN - 3  # the steps cross into a second aligned span
-    caches = {"lean": model.new_cache(3 * KEY_ALIGN), "module": model.new_cache(3 * KEY_ALIGN)}
+    caches = {"rows": model.new_cache(3 * KEY_ALIGN), "module": model.new_cache(3 * KEY_ALIGN)}
     prompt = torch.randint(0, 128, (1, prompt_length), generator=gen)
-    assert not model.lean.handles(prompt, caches["lean"])  # the prompt pass: modules
     for cache in caches.values():
         model(prompt, cache)
         cache.commit(prompt_length)
@@ -187,33 +181,37 @@ def test_the_lean_pass_computes_what_the_modules_compute(one_thread, bias):
     )  # depth 3
     for i in range(8):
         taps = i % 2 == 0
-        assert model.lean.handles(token, caches["lean"], taps=taps)
-        runs = iter(caches.values())
-        lean, reference = _lean_and_module(
-            model, lambda m, token=token, runs=runs, taps=taps: m(token, next(runs), taps=taps)
-        )
-        assert torch.equal(lean.logits, reference.logits)
-        assert (lean.taps is None) == (not taps) and (
-            not taps or torch.equal(lean.taps, reference.taps)
+        reference = model(token, caches["module"], taps=taps)
+        ((logits, tapped),) = rows.run_rows([RowPass(token[0], caches["rows"])], taps=taps)
+        assert torch.equal(logits, reference.logits[0])
+        assert (tapped is None) == (not taps) and (
+            not taps or torch.equal(tapped, reference.taps[0])
         )
         if i % 3 == 1:  # a verification pass at slots in lane columns
-            assert model.lean.handles(
-                torch.zeros(1, tree.size + 1, dtype=torch.long),
-                caches["lean"],
-                positions=torch.arange(tree.size + 1),
-                slots=torch.arange(tree.size + 1),
+            module_logits, module_taps, _ = verify_pass(model, caches["module"], 4, tree)
+            tokens, positions, mask, slots = verify_inputs(caches["rows"], 4, tree, model.layout)
+            ((logits, tapped),) = rows.run_rows(
+                [RowPass(tokens[0], caches["rows"], positions, mask, slots)], taps=True
             )
-            runs = iter(caches.values())
-            lean_tree, module_tree = _lean_and_module(
-                model, lambda m, runs=runs, tree=tree: verify_pass(m, next(runs), 4, tree)
-            )
-            assert all(torch.equal(a, b) for a, b in zip(lean_tree, module_tree))
-        assert torch.equal(caches["lean"].k, caches["module"].k) and torch.equal(
-            caches["lean"].v, caches["module"].v
+            assert torch.equal(logits, module_logits) and torch.equal(tapped, module_taps[0])
+        assert torch.equal(caches["rows"].k, caches["module"].k) and torch.equal(
+            caches["rows"].v, caches["module"].v
         )
         for cache in caches.values():
             cache.commit(1)
-        token = lean.logits[:, -1].argmax(-1, keepdim=True)
+        token = reference.logits[:, -1].argmax(-1, keepdim=True)
+
+    # two sequences in one pass, each in its own cache: each as alone
+    def copy(cache):
+        out = model.new_cache(3 * KEY_ALIGN)
+        out.k.copy_(cache.k), out.v.copy_(cache.v), out.commit(cache.length)
+        return out
+
+    inputs = (torch.tensor([7, 8, 9, 10]), token[0])
+    alone = [model(t[None], copy(caches["module"]), taps=True) for t in inputs]
+    both = rows.run_rows([RowPass(t, copy(caches["rows"])) for t in inputs], taps=True)
+    for (logits, tapped), reference in zip(both, alone):
+        assert torch.equal(logits, reference.logits[0]) and torch.equal(tapped, reference.taps[0])
 
 
 @pytest.mark.parametrize("budget", [0, 3, 8])
@@ -262,7 +260,7 @@ def test_a_batch_in_int4_decodes_each_row_as_alone(one_thread, budget):
 
 def test_one_token_rows_over_the_same_span_share_an_attention_call():
     from engine.runtime.kv_cache import KVCache
-    from engine.runtime.lean_step import _groups
+    from engine.runtime.int4_rows import _groups
 
     layouts = [
         (None, None, torch.ones(t, span, dtype=torch.bool))
@@ -343,8 +341,10 @@ def test_auto_picks_int4_for_the_embedded_model_only_where_it_pays_and_changes_n
     assert generator.model.precision == expected
     # the embedded weights sit ~0.05 step off the 4-bit grid (bf16 scales): a stricter bound refuses
     # them
-    assert Generator._from_dir_int4(model_dir, "cpu", max_grid_distance=0.01) is None
-    assert Generator._from_dir_int4(model_dir, "cpu").model.precision == "int4"
+    from engine.weights.loading import load_int4
+
+    assert load_int4(model_dir, "cpu", max_grid_distance=0.01) is None
+    assert Generator.from_dir(model_dir, dtype="int4").model.precision == "int4"
 
 
 def test_only_the_most_recently_used_stores_are_kept(tmp_path):

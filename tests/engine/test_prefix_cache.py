@@ -7,7 +7,9 @@ import torch
 from engine.decode.autoregressive import decode_autoregressive
 from engine.decode.prefix_cache import PrefixCache, prefill_split
 from engine.decode.sampling import SamplingParams
+from engine.decode.stats import DecodeStats
 from engine.decode.stopping import StopChecker
+from engine.speculative.loop import decode_speculative
 from tests.tiny import make_tiny_target
 
 PROMPT = [3, 17, 42, 9, 88, 5, 61, 7, 23, 99, 14, 2]
@@ -66,18 +68,24 @@ def test_a_prefix_as_long_as_the_prompt_leaves_one_token_to_run(one_thread, tmp_
 
 
 def test_decoding_with_a_stored_prefix_gives_the_same_tokens(one_thread, tmp_path):
+    """A plain decode (``decode_speculative`` without a drafter, as ``Generator.stream`` runs it)
+    gives the reference decoder's tokens, and a stored prefix gives the same ones again."""
     model = make_tiny_target()
     params = SamplingParams(max_new_tokens=10, temperature=0.8, seed=4)
 
-    def decode():
-        stop = StopChecker((), params.max_new_tokens)
-        return list(
-            decode_autoregressive(
-                model, PROMPT, params, stop, prefixes=PrefixCache("tiny", tmp_path), prefix_len=9
-            )
-        )
+    def decode(**prefix) -> tuple[list[int], DecodeStats]:
+        stop, stats = StopChecker((), params.max_new_tokens), DecodeStats()
+        chunks = decode_speculative(model, None, PROMPT, params, stop, stats, **prefix)
+        return [token for chunk in chunks for token in chunk], stats
 
-    assert decode() == decode() and len(decode()) == 10
+    reference = list(decode_autoregressive(model, PROMPT, params, StopChecker((), 10)))
+    plain, stats = decode()
+    assert plain == reference and len(plain) == 10
+    assert stats.target_forwards == 9 and not stats.accepted_lengths  # no rounds: nothing drafted
+    cold, _ = decode(prefixes=PrefixCache("tiny", tmp_path), prefix_len=9)
+    warm, _ = decode(prefixes=PrefixCache("tiny", tmp_path), prefix_len=9)  # read from disk
+    assert len(list(tmp_path.glob("*.safetensors"))) == 1
+    assert cold == warm and len(cold) == 10
 
 
 def test_an_unwritable_cache_directory_only_costs_speed(tmp_path, one_thread):
