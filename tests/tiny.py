@@ -57,7 +57,7 @@ def make_tiny_drafter(target, seed: int = 1, **overrides) -> Drafter:
 @contextmanager
 def module_path(model: Transformer):
     """``model`` as a plain ``Transformer`` inside the block: its passes go through the modules
-    (a lean pass or CUDA graphs, swapped in as a subclass, switched off), its cache unleased."""
+    (CUDA graphs, swapped in as a subclass, switched off), its cache unleased."""
     kind = model.__class__
     model.__class__ = Transformer
     try:

@@ -376,9 +376,8 @@ def cuda_graphs_of(model: Transformer) -> CudaGraphs | None:
 
 def attach_cuda_graphs(model: Transformer, capacity: int = DEFAULT_CAPACITY) -> CudaGraphs | None:
     """Capture ``model``'s graphs and route its batch-1 passes through them (``use_cuda_graphs``);
-    None, and nothing changes, off CUDA, for a precision without its own torch dtype, where a lean
-    pass (``engine.runtime.lean_step.LeanTransformer``) already takes them or graphs are
-    attached."""
+    None, and nothing changes, off CUDA, for a precision without its own torch dtype (int4, int8,
+    mixed: CPU precisions) or where graphs are attached."""
     device = model.embed_tokens.weight.device
     if (
         device.type != "cuda"

@@ -13,7 +13,7 @@ near-ties are common. Three things differ between the passes on a CPU, and
   pads smaller passes up to it (free: these products are bound by reading
   the weights);
 - the fused attention kernel blocks query rows and splits work across
-  threads: ``layers.attend_rowwise`` runs each token as its own batch element
+  threads: ``layers.attend_rows`` runs each token as its own batch element
   on one thread, over a span of keys aligned to ``kv_cache.KEY_ALIGN``
   (the kernel's last partial vector of keys is summed differently);
 - the kernel sums keys per vector lane (on AVX-512 over two interleaved
@@ -47,8 +47,8 @@ from torch import nn
 from .kv_cache import aligned
 from .layers import attend_rows
 from .layout import TreeLayout
-from .lean_step import LeanInt4Pass, use_lean_pass
 from .model import Attention, RowwiseAttention, Transformer
+from .registered import parameter
 
 ROW_COUNTS = (1, 2, 3, 4, 8, 16)  # candidate minimum pass sizes, smallest first
 HALF = (torch.bfloat16, torch.float16)
@@ -162,6 +162,8 @@ def _span(slots: list[int]) -> int:
 class PaddedLinear(nn.Linear):
     """``nn.Linear`` that runs passes of fewer rows than ``min_exact_rows`` as padded ones."""
 
+    weight, bias = parameter(), parameter()
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // self.in_features
         need = self._need()
@@ -185,12 +187,11 @@ class PaddedLinear(nn.Linear):
 def make_rows_exact(model: Transformer) -> Transformer:
     """In a half-precision target, in place: every plain ``nn.Linear`` becomes a
     ``PaddedLinear`` (weights shared, tied ones included), attention after the prefix runs
-    row by row (``attend_rowwise``), and draft trees are laid out in lane-aligned columns
+    row by row (``attend_rows``), and draft trees are laid out in lane-aligned columns
     (``Transformer.layout``: attention kernels sum each vector lane separately, so a key
     must sit in the lane its position gives it in plain decoding). fp32 models stay as they
     are: their last-bit differences do not flip a greedy choice in practice (the fp32
-    exactness tests), bf16 rounding does. CPU only: GPU kernels are not checked yet. An int4
-    model also becomes a ``LeanTransformer`` (``engine.runtime.lean_step.LeanInt4Pass``)."""
+    exactness tests), bf16 rounding does. CPU only: GPU kernels are not checked yet."""
     if model.dtype not in HALF or model.embed_tokens.weight.device.type != "cpu":
         return model
     for module in model.modules():
@@ -206,6 +207,4 @@ def make_rows_exact(model: Transformer) -> Transformer:
         cfg.head_dim,
     )
     model.layout = TreeLayout(LANE_STRIDE, max_columns=None if shifted_ok else 1)
-    if LeanInt4Pass.supports(model):  # the same numbers after the prompt, without module dispatch
-        use_lean_pass(model, LeanInt4Pass(model))
     return model

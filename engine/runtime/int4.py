@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .model import Transformer
+from .registered import buffer, parameter
 
 GROUP = 32  # weights per scale/offset pair along the input dimension
 LEVELS = 15  # 4-bit codes 0..15
@@ -85,15 +86,24 @@ def pack_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.T
 def _rows_through(x: torch.Tensor, layer: nn.Module, kernel) -> torch.Tensor:
     """bf16 ``x`` [..., in] through ``kernel`` ([rows, in] -> [rows, out]) for passes of up to
     ``WIDE_ROWS`` rows, through the layer's bf16 ``weight`` beyond (no bias)."""
+    if x.dim() == 2:  # the target's hidden stream (``Transformer.forward``): no reshapes
+        return kernel(x) if x.shape[0] <= WIDE_ROWS else F.linear(x, layer.weight)
     rows = x.numel() // layer.in_features
     if rows > WIDE_ROWS:
         return F.linear(x, layer.weight)
     return kernel(x.reshape(rows, layer.in_features)).reshape(*x.shape[:-1], layer.out_features)
 
 
+def _bf16(x: torch.Tensor) -> torch.Tensor:
+    """``x.to(torch.bfloat16)`` without the call when it is bf16 already (a step's usual case)."""
+    return x if x.dtype == torch.bfloat16 else x.to(torch.bfloat16)
+
+
 class Int8Linear(nn.Module):
     """A linear layer with 8-bit weights, one bf16 scale per output row; bf16 in and out.
     Used for the head and for the low-rank terms of an adapter."""
+
+    codes, scales = buffer(), buffer()
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
         super().__init__()
@@ -137,7 +147,7 @@ class Int8Linear(nn.Module):
         return layer
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = _rows_through(x.to(torch.bfloat16), self, self.rows)
+        out = _rows_through(_bf16(x), self, self.rows)
         return out if self.bias is None else out + self.bias
 
     def rows(self, flat: torch.Tensor) -> torch.Tensor:
@@ -155,6 +165,8 @@ def _low_rank_layers(a: torch.Tensor, b: torch.Tensor) -> tuple[Int8Linear, Int8
 
 class Int4Linear(nn.Module):
     """A linear layer with 4-bit weights (plus optional 8-bit low-rank terms); bf16 in and out."""
+
+    packed, scales_offsets, weight, bias = buffer(), buffer(), buffer(), parameter()
 
     def __init__(self, linear: nn.Linear, low_rank: LowRank | None = None) -> None:
         super().__init__()
@@ -207,7 +219,7 @@ class Int4Linear(nn.Module):
         return layer
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.to(torch.bfloat16)
+        x = _bf16(x)
         out = _rows_through(x, self, self.rows)
         if self.down is not None and x.numel() // self.in_features > WIDE_ROWS:
             out = out + self.up(self.down(x))  # (the kernel path adds them itself)

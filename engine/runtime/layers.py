@@ -10,22 +10,28 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .registered import parameter, submodule
+
 
 class RMSNorm(nn.Module):
+    weight = parameter()
+
     def __init__(self, dim: int, eps: float = 1e-5) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(dim))
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = self.weight
         if x.dtype == torch.float32:
-            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+            return F.rms_norm(x, weight.shape, weight, self.eps)
         # half precision: normalise in fp32 like the reference, cast back
-        return F.rms_norm(x.float(), self.weight.shape, self.weight.float(), self.eps).to(x.dtype)
+        return F.rms_norm(x.float(), weight.shape, weight.float(), self.eps).to(x.dtype)
 
 
 class RotaryEmbedding(nn.Module):
-    """cos/sin tables [max_positions, head_dim] indexed by absolute position."""
+    """cos/sin tables [max_positions, head_dim] indexed by absolute position; ``signed_sin``
+    is sin with its first half negated (``heads_rotation``, ``rotate``)."""
 
     def __init__(self, head_dim: int, theta: float, max_positions: int) -> None:
         super().__init__()
@@ -39,6 +45,9 @@ class RotaryEmbedding(nn.Module):
         angles = torch.cat([angles, angles], dim=-1)
         self.register_buffer("cos", angles.cos().float(), persistent=False)
         self.register_buffer("sin", angles.sin().float(), persistent=False)
+        half = head_dim // 2
+        signed = torch.cat([-self.sin[:, :half], self.sin[:, half:]], dim=-1)
+        self.register_buffer("signed_sin", signed, persistent=False)
 
     def forward(
         self, positions: torch.Tensor, dtype: torch.dtype
@@ -48,6 +57,14 @@ class RotaryEmbedding(nn.Module):
         if positions.dim() == 1:
             return cos[None, None], sin[None, None]
         return cos[:, None], sin[:, None]
+
+    def heads_rotation(
+        self, positions: torch.Tensor, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """positions [T] or [B, T] -> cos, signed sin [T, 1, D] or [B, T, 1, D]: broadcastable to
+        q and k heads [B, T, H, D] (``rotate``)."""
+        cos, sin = self.cos[positions].to(dtype), self.signed_sin[positions].to(dtype)
+        return cos.unsqueeze(-2), sin.unsqueeze(-2)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -60,8 +77,17 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     return x * cos + rotate_half(x) * sin
 
 
+def rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """``apply_rotary`` bit for bit, for x [..., D] of any head layout (``heads_rotation``):
+    rotate_half(x) * sin == roll(x, D/2) * signed_sin (negating before or after a product or a
+    rounding to a smaller dtype is exact), two ops fewer."""
+    return x * cos + x.roll(x.shape[-1] // 2, -1) * signed_sin
+
+
 class SwiGLU(nn.Module):
     """down(silu(gate(x)) * up(x)) with gate and up fused in one matmul."""
+
+    gate_up_proj, down_proj = submodule(), submodule()
 
     def __init__(self, hidden: int, intermediate: int, dtype: torch.dtype | None = None) -> None:
         super().__init__()
@@ -69,8 +95,8 @@ class SwiGLU(nn.Module):
         self.down_proj = nn.Linear(intermediate, hidden, bias=False, dtype=dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+        gate, up = self.gate_up_proj.forward(x).chunk(2, dim=-1)  # .forward: no hooks, faster
+        return self.down_proj.forward(F.silu(gate) * up)
 
 
 def attend(
@@ -94,26 +120,15 @@ def attend(
     return out.reshape(b, h, t, d)
 
 
-def attend_rowwise(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
+def attend_rows(
+    rows: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
 ) -> torch.Tensor:
     """``attend`` for one sequence with every query token as its own batch element over the
     shared (expanded, not copied) K/V, on one thread: a token's numbers are then those of a
     single-token pass over the same keys, however many tokens share the pass (the fused
     kernel blocks query rows and splits work across threads, and both change its summation
-    order). q [1, H, T, D]; k, v [1, Hkv, S, D]; mask bool [T, S] or [1, 1, T, S]."""
-    _, h, t, d = q.shape
-    hkv = k.shape[1]
-    rows = q[0].reshape(hkv, h // hkv, t, d).permute(2, 0, 1, 3)  # [T, Hkv, G, D]
-    return attend_rows(rows, k, v, mask).permute(1, 2, 0, 3).reshape(1, h, t, d)
-
-
-def attend_rows(
-    rows: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
-) -> torch.Tensor:
-    """The SDPA call of ``attend_rowwise``: query rows [T, Hkv, G, D], each token its own batch
-    element over k, v [1, Hkv, S, D], on one thread; mask bool, T x S elements.
-    -> [T, Hkv, G, D]."""
+    order). Query rows [T, Hkv, G, D] (G query heads per KV head) over k, v [1, Hkv, S, D];
+    mask bool, T x S elements. -> [T, Hkv, G, D]."""
     t = rows.shape[0]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

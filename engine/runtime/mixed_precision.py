@@ -18,12 +18,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .lean_step import LeanStep, use_lean_pass
+from .mixed_step import LeanStep, use_lean_pass
 from .quantize import QUANTIZED_LAYERS
+from .registered import buffer, parameter
 
 
 class MixedLinear(nn.Module):
     """A linear layer with an fp32 weight and a bf16 copy used when the pass holds one row."""
+
+    weight, bias, step_weight = parameter(), parameter(), buffer()
 
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
@@ -43,7 +46,7 @@ class MixedLinear(nn.Module):
 
 def use_mixed_precision(model: nn.Module) -> nn.Module:
     """Swap the matmul layers of a float32 ``model`` for ``MixedLinear``, in place, and give it
-    the lean single-token step where the architecture allows (``engine.runtime.lean_step``)."""
+    the lean single-token step where the architecture allows (``engine.runtime.mixed_step``)."""
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if name in QUANTIZED_LAYERS and type(child) is nn.Linear:

@@ -4,14 +4,24 @@ Only the network: embeddings, decoder blocks, final norm and head, reading
 and writing an external ``KVCache``. One forward pass serves prefill, single
 token decoding and tree verification (explicit boolean mask, positions =
 prefix length + depth). It can return the EAGLE-3 hidden-state taps and
-computes logits only at the rows asked for. Its forward is the module path and
-nothing else: runtime modes are other classes swapped in at load, never flags
-read per pass (``RowwiseAttention``, ``KernelAttention`` below; a lean pass,
-``engine.runtime.lean_step.LeanTransformer``; CUDA graphs,
-``engine.runtime.cuda_graphs.GraphedTransformer``). ``Transformer.layout`` says
+computes logits only at the rows asked for. ``Transformer.forward`` is the one
+forward of every precision (fp32, bf16, int4, int8, mixed): runtime modes are
+other classes swapped in at load, never flags read per pass (linear layers:
+``engine.runtime.int4``, ``quantize``, ``mixed_precision``, ``exact_rows``;
+attention: ``RowwiseAttention``, ``KernelAttention`` below; CUDA graphs:
+``engine.runtime.cuda_graphs.GraphedTransformer``; mixed precision's single-token
+step, still faster flat: ``engine.runtime.mixed_step.LeanTransformer``). ``Transformer.layout`` says
 where verification passes put their rows (``engine.runtime.layout``).
 
-Not here: loading files (``engine.weights.loading``), decoding loops, sampling.
+It is lean because a single-token step on a CPU is mostly Python and per-op
+dispatch around small matmuls: the hidden stream stays 2-D ([B*T, hidden], what
+the linear layers take), q and k are rotated together (``layers.rotate``) and
+stay in the layout the qkv projection gives them, submodules are called through
+``.forward`` (no hook machinery) and read through ``registered`` descriptors.
+Residual adds are not in place: training runs the blocks under autograd.
+
+Not here: loading files (``engine.weights.loading``), decoding loops, sampling,
+batches of sequences each in its own cache (``engine.runtime.int4_rows``).
 """
 
 from __future__ import annotations
@@ -20,12 +30,14 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .config import ModelConfig
 from .kv_cache import KVCache, aligned
+from .layers import RMSNorm, RotaryEmbedding, SwiGLU, attend, attend_rows, rotate
 from .layout import TreeLayout
-from .layers import RMSNorm, RotaryEmbedding, SwiGLU, apply_rotary, attend, attend_rowwise
+from .registered import submodule
 
 
 @dataclass
@@ -35,6 +47,8 @@ class ForwardOutput:
 
 
 class Attention(nn.Module):
+    qkv_proj, o_proj, q_norm, k_norm = submodule(), submodule(), submodule(), submodule()
+
     def __init__(self, cfg: ModelConfig, dtype: torch.dtype) -> None:
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = (
@@ -60,27 +74,25 @@ class Attention(nn.Module):
         mask: torch.Tensor | None,
         slots: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Attention of x's tokens (written at slots start.., or at ``slots``) over the cache;
-        keys span ``mask``'s width."""
-        b, t, _ = x.shape
-        q, k, v = self.qkv_proj(x).split(
-            [
-                self.heads * self.head_dim,
-                self.kv_heads * self.head_dim,
-                self.kv_heads * self.head_dim,
-            ],
-            dim=-1,
-        )
-        q = q.view(b, t, self.heads, self.head_dim).transpose(1, 2)  # [B, H, T, D]
-        k = k.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)  # [B, Hkv, T, D]
-        v = v.view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        """Attention of x's tokens [B*T, hidden] (written at slots start.., or at ``slots``) over
+        the cache -> [B*T, hidden]; keys span ``mask``'s width. ``rope``: cos and signed sin
+        [B or 1, T, 1, D] (``RotaryEmbedding.heads_rotation``), which give T."""
+        t = rope[0].shape[-3]
+        b = x.shape[0] // t
+        h, hkv, d = self.heads, self.kv_heads, self.head_dim
+        # .forward: no hook machinery (a step makes ~250 calls); every head of q, k, v in one view
+        heads = self.qkv_proj.forward(x).view(b, t, h + 2 * hkv, d)
+        qk, v = heads[:, :, : h + hkv], heads[:, :, h + hkv :]  # q and k heads, rotated together
         if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+            qk = torch.cat(
+                [self.q_norm.forward(qk[:, :, :h]), self.k_norm.forward(qk[:, :, h:])], dim=2
+            )
+        qk = rotate(qk, *rope)  # [B, T, H + Hkv, D]
         span = None if mask is None else mask.shape[-1]
-        k_all, v_all = cache.write(layer, start, k, v, span, slots)  # [B, Hkv, span, D]
-        out = self.attend(q, k_all, v_all, mask, start)
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1))
+        k_all, v_all = cache.write(  # [B, Hkv, span, D]
+            layer, start, qk[:, :, h:].transpose(1, 2), v.transpose(1, 2), span, slots
+        )
+        return self.o_proj.forward(self.attend(qk[:, :, :h], k_all, v_all, mask, start))
 
     def attend(
         self,
@@ -90,34 +102,41 @@ class Attention(nn.Module):
         mask: torch.Tensor | None,
         start: int,
     ) -> torch.Tensor:
-        """q [B, H, T, D] over k, v [B, Hkv, S, D] (causal in a prompt's first pass)
-        -> [B, H, T, D]."""
-        return attend(q, k, v, mask, causal=(start == 0 and q.shape[2] > 1))
+        """q [B, T, H, D] over k, v [B, Hkv, S, D] (causal in a prompt's first pass)
+        -> [B*T, H*D]."""
+        b, t, h, d = q.shape
+        if t == 1 and mask is None:  # a plain step: a KV head's G query heads are its G rows
+            out = F.scaled_dot_product_attention(q.view(b, k.shape[1], h // k.shape[1], d), k, v)
+            return out.reshape(b, h * d)
+        out = attend(q.transpose(1, 2), k, v, mask, causal=(start == 0 and t > 1))
+        return out.transpose(1, 2).reshape(b * t, -1)
 
 
 class RowwiseAttention(Attention):
     """Attention whose passes after the prefix at batch 1 run each token as its own row
-    (``attend_rowwise``): a row's numbers are its single-token step's
+    (``attend_rows``): a row's numbers are its single-token step's
     (``engine.runtime.exact_rows``)."""
 
     def attend(self, q, k, v, mask, start):
+        _, t, h, d = q.shape
         if start > 0 and q.shape[0] == 1:  # exactness is promised at batch 1
-            return attend_rowwise(q, k, v, mask)
+            rows = q[0].view(t, k.shape[1], h // k.shape[1], d)  # [T, Hkv, G, D]
+            return attend_rows(rows, k, v, mask).reshape(t, h * d)
         return super().attend(q, k, v, mask, start)
 
 
 class KernelAttention(Attention):
     """Attention whose passes after the prefix at batch 1 go through ``kernel(q, k, v, mask)``
-    (mask bool [T, S]; ``engine.runtime.tree_attention``)."""
+    (q [1, H, T, D], mask bool [T, S]; ``engine.runtime.tree_attention``)."""
 
     kernel: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
     def attend(self, q, k, v, mask, start):
+        t = q.shape[1]
         if start > 0 and q.shape[0] == 1 and (mask is None or mask.dim() == 2):
-            every_key = (
-                mask if mask is not None else q.new_ones(q.shape[2], k.shape[2], dtype=torch.bool)
-            )
-            return self.kernel(q, k, v, every_key)
+            every_key = mask if mask is not None else q.new_ones(t, k.shape[2], dtype=torch.bool)
+            out = self.kernel(q.transpose(1, 2), k, v, every_key)  # [1, H, T, D]
+            return out.transpose(1, 2).reshape(t, -1)
         return super().attend(q, k, v, mask, start)
 
 
@@ -129,6 +148,9 @@ def use_attention_kernel(model: "Transformer", kernel: Callable) -> None:
 
 
 class Block(nn.Module):
+    input_layernorm, self_attn = submodule(), submodule()
+    post_attention_layernorm, mlp = submodule(), submodule()
+
     def __init__(self, cfg: ModelConfig, dtype: torch.dtype) -> None:
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
@@ -137,8 +159,13 @@ class Block(nn.Module):
         self.mlp = SwiGLU(cfg.hidden_size, cfg.intermediate_size, dtype)
 
     def forward(self, x, rope, cache, layer, start, mask, slots=None):
-        x = x + self.self_attn(self.input_layernorm(x), rope, cache, layer, start, mask, slots)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        """x [B*T, hidden] through attention and the MLP, each with its residual (not in place:
+        training runs blocks under autograd, ``engine.training.sft``)."""
+        attended = self.self_attn.forward(
+            self.input_layernorm.forward(x), rope, cache, layer, start, mask, slots
+        )
+        x = x + attended
+        return x + self.mlp.forward(self.post_attention_layernorm.forward(x))
 
 
 def aligned_mask(
@@ -170,6 +197,8 @@ def _embedding_init(cfg: ModelConfig, dtype: torch.dtype) -> torch.Tensor:
 
 
 class Transformer(nn.Module):
+    embed_tokens, layers, norm, lm_head, rope = (submodule() for _ in range(5))
+
     def __init__(self, cfg: ModelConfig, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
         self.config, self.dtype = cfg, dtype
@@ -229,19 +258,22 @@ class Transformer(nn.Module):
             mask = aligned_mask(mask, start, t, tokens.device)
         elif mask is None and start > 0 and t > 1:
             mask = prefix_causal_mask(start, t, tokens.device)
-        rope = self.rope(positions, self.dtype)
-        x = self.embed_tokens(tokens)
+        rope = self.rope.heads_rotation(positions, self.dtype)
+        b = tokens.shape[0]
+        # the hidden stream stays 2-D, [B*T, hidden]: the linear layers take it as it is
+        x = self.embed_tokens.forward(tokens.reshape(-1))
         tap_ids, tapped = self.config.tap_layers, []
-        for i, layer in enumerate(self.layers):
-            if taps:
+        for i, block in enumerate(self.layers):
+            if taps:  # a layer may be tapped twice (small models): kept as is
                 tapped.extend(x for tap in tap_ids if tap == i)
-            x = layer(x, rope, cache, i, start, mask, slots)
+            x = block.forward(x, rope, cache, i, start, mask, slots)
+        x = x.view(b, t, -1)
         return ForwardOutput(
             logits=self.logits(x if logits_at is None else x[:, logits_at]),
-            taps=torch.cat(tapped, dim=-1) if taps else None,
+            taps=torch.cat(tapped, dim=-1).view(b, t, -1) if taps else None,
         )
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor | None:
         if hidden.shape[1] == 0:
             return None
-        return self.lm_head(self.norm(hidden))
+        return self.lm_head.forward(self.norm.forward(hidden))

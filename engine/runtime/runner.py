@@ -9,7 +9,7 @@ classes (never by flags read per pass), from three things:
 - exactness: whether a row of a pass computes what its single-token step computes,
   which lossless speculation needs. Float models are exact (half precision on a CPU
   made so by ``engine.runtime.exact_rows``: padded linears, row-by-row attention, a
-  lane layout for draft trees, the int4 lean pass); int4 is where this CPU's kernels
+  lane layout for draft trees); int4 is where this CPU's kernels
   compute rows independently (``engine.runtime.int4.rows_are_independent``); int8 and
   mixed never are (they decode plainly);
 - the device: on CUDA in half precision, FlashInfer's tree attention where it agrees

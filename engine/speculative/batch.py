@@ -1,7 +1,7 @@
 """Speculative decoding of C sequences at once, each accepting its own number of tokens per round.
 
 The target side comes in two layouts. ``RowTargets`` (an int4 target in exact
-mode, ``engine.runtime.lean_step.LeanInt4Pass``): one KV cache per sequence
+mode, ``engine.runtime.int4_rows.Int4Rows``): one KV cache per sequence
 (the rows of one tensor), laid out as its single-sequence decode lays it out,
 and every round one pass whose matmuls run over all rows at once and whose
 attention runs per row (neighbouring one-token rows over the same aligned
@@ -42,7 +42,7 @@ from ..decode.commit import commit_tokens
 from ..decode.sampling import SamplingParams, make_generator, pick_token
 from ..decode.stats import DecodeStats
 from ..decode.stopping import StopChecker
-from ..runtime.lean_step import RowPass, lean_int4_pass
+from ..runtime.int4_rows import Int4Rows, RowPass
 from ..runtime.model import Transformer
 from .drafter import Drafter
 from .loop import FixedTree, fit_lanes, tree_room, verify_inputs
@@ -407,7 +407,7 @@ class SharedTarget:
 class RowTargets:
     """The target's half of a batch as one KV cache per sequence (row r of one batch tensor),
     laid out as its single-sequence decode lays it out, every round's pass shared through
-    ``LeanInt4Pass.run_rows`` (an int4 target in exact mode): each row computed bit for bit as
+    ``Int4Rows.run_rows`` (an int4 target in exact mode): each row computed bit for bit as
     alone, so greedy rows equal their single-sequence decodes exactly, whatever else is in the
     batch."""
 
@@ -421,10 +421,11 @@ class RowTargets:
         self.batch = model.new_cache(longest + room, batch=len(rows))
         self.caches = self.batch.rows()  # row r's cache is batch row r (``keep`` re-packs)
         self.slots: list[torch.Tensor] = []
+        self.rows_pass = Int4Rows(model)
 
     @staticmethod
     def fits(model: Transformer) -> bool:
-        return lean_int4_pass(model) is not None
+        return Int4Rows.supports(model)
 
     @property
     def length(self) -> int:
@@ -447,7 +448,7 @@ class RowTargets:
                 RowPass(tokens[0], cache, positions, mask, slots if layout.lanes else None)
             )
             self.slots.append(slots)
-        outs = lean_int4_pass(self.model).run_rows(parts, taps=True, batch=self.batch)
+        outs = self.rows_pass.run_rows(parts, taps=True, batch=self.batch)
         return trees, [logits for logits, _ in outs], [taps for _, taps in outs]
 
     def commit(self, rows: Sequence[_Row], results) -> None:

@@ -94,11 +94,11 @@ class _PassThrough:
 def _hidden(model: Transformer, tokens: torch.Tensor) -> torch.Tensor:
     """Final hidden states [B, T, H] of a causal pass from position 0, with autograd."""
     positions = torch.arange(tokens.shape[1], device=tokens.device)
-    rope = model.rope(positions, model.dtype)
-    x = model.embed_tokens(tokens)
+    rope = model.rope.heads_rotation(positions, model.dtype)
+    x = model.embed_tokens(tokens).flatten(0, 1)  # the blocks' hidden stream: [B*T, H]
     for i, layer in enumerate(model.layers):
         x = layer(x, rope, _PassThrough, i, 0, None)
-    return x
+    return x.view(*tokens.shape, -1)
 
 
 def answer_loss(model: Transformer, records: Sequence[Record], max_length: int | None = None):

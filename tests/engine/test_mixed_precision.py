@@ -14,7 +14,7 @@ from engine.generator import Generator
 from engine.runtime.device import MIXED, cpu_has_fast_bf16, fastest_dtype, parse_dtype
 from engine.runtime.mixed_precision import MixedLinear, use_mixed_precision
 from engine.runtime.model import Transformer
-from tests.tiny import TINY_CONFIG, make_tiny_target, module_path
+from tests.tiny import TINY_CONFIG, make_tiny_target
 
 
 def test_multi_token_passes_stay_exactly_fp32_and_single_steps_use_bf16(one_thread):
@@ -69,28 +69,75 @@ def test_mixed_generator_decodes_plainly_with_prefix_reuse(model_dir, tmp_path):
     assert any(word in text for word in ("kite", "beach", "sky", "sand", "wind", "red")), text
 
 
-@pytest.mark.parametrize("bias", [False, True])
-def test_the_lean_single_step_computes_what_the_modules_compute(one_thread, bias):
-    cfg = dataclasses.replace(TINY_CONFIG, attention_bias=bias)
-    model = use_mixed_precision(make_tiny_target(cfg=cfg))
-    assert model.lean is not None
-    lean_cache, module_cache = model.new_cache(32), model.new_cache(32)
+def _reference_step(model, token: int, cache) -> torch.Tensor:
+    """A mixed-precision single-token step written from scratch: fp32 everywhere but each one-row
+    matmul (bf16 on the layer's ``step_weight``), q and k rotated by ``apply_rotary``; writes the
+    token's keys and values at slot ``cache.length``; logits [V]."""
+    import torch.nn.functional as F
+
+    from engine.runtime.layers import apply_rotary
+
+    cfg = model.config
+    h, hkv, d, pos = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cache.length
+
+    def linear(layer, x):
+        out = F.linear(x.to(torch.bfloat16), layer.step_weight).float()
+        return out if layer.bias is None else out + layer.bias
+
+    def norm(x, module):
+        return F.rms_norm(x, (x.shape[-1],), module.weight, module.eps)
+
+    cos, sin = model.rope.cos[pos], model.rope.sin[pos]
+    x = model.embed_tokens.weight[token][None]  # [1, hidden]
+    for i, block in enumerate(model.layers):
+        attn = block.self_attn
+        q, k, v = linear(attn.qkv_proj, norm(x, block.input_layernorm))[0].split(
+            [h * d, hkv * d, hkv * d]
+        )
+        q, k, v = q.view(h, d), k.view(hkv, d), v.view(hkv, d)
+        if attn.q_norm is not None:
+            q, k = norm(q, attn.q_norm), norm(k, attn.k_norm)
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        cache.k[i, 0, :, pos], cache.v[i, 0, :, pos] = k, v
+        out = F.scaled_dot_product_attention(
+            q.reshape(1, hkv, h // hkv, d), cache.k[i, :, :, : pos + 1], cache.v[i, :, :, : pos + 1]
+        )
+        x = x + linear(attn.o_proj, out.reshape(1, h * d))
+        gate, up = linear(block.mlp.gate_up_proj, norm(x, block.post_attention_layernorm)).chunk(
+            2, dim=-1
+        )
+        x = x + linear(block.mlp.down_proj, F.silu(gate) * up)
+    return linear(model.lm_head, norm(x, model.norm))[0]
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
+def test_a_single_step_computes_the_reference_step(one_thread, arch):
+    """The single-token steps in mixed precision (the decode's only bf16 passes), through the
+    lean step (``LeanStep``, where the architecture has it) and through the module path, equal a
+    from-scratch reference bit for bit: logits and cache entries (qkv bias, q/k norms)."""
+    changes = {"qwen2": {"attention_bias": True}, "qwen3": {"model_type": "qwen3", "qk_norm": True}}
+    model = use_mixed_precision(
+        make_tiny_target(cfg=dataclasses.replace(TINY_CONFIG, **changes.get(arch, {})))
+    )
+    assert (getattr(model, "lean", None) is not None) == (arch != "qwen3")  # q/k norms: modules
+    caches = model.new_cache(32), model.new_cache(32), model.new_cache(32)
     prompt = torch.randint(0, 128, (1, 6))
-    for cache in (lean_cache, module_cache):
+    for cache in caches:
         model(prompt, cache)
         cache.commit(6)
-    token = torch.tensor([[3]])
+    token = 3
     for _ in range(8):
-        assert model.lean.handles(token, lean_cache)
-        lean = model(token, lean_cache).logits  # the lean path
-        with module_path(model):
-            reference = model(token, module_cache).logits  # the module path
-        assert torch.equal(lean, reference)
-        assert torch.equal(lean_cache.k, module_cache.k) and torch.equal(
-            lean_cache.v, module_cache.v
-        )
-        lean_cache.commit(1), module_cache.commit(1)
-        token = lean[:, -1].argmax(-1, keepdim=True)
+        step = torch.tensor([[token]])
+        logits = model(step, caches[0]).logits  # the lean step where there is one
+        module = Transformer.forward(model, step, caches[1]).logits
+        with torch.inference_mode():
+            reference = _reference_step(model, token, caches[2])
+        assert torch.equal(logits[0, 0], reference) and torch.equal(module[0, 0], reference)
+        for cache in caches[:2]:
+            assert torch.equal(cache.k, caches[2].k) and torch.equal(cache.v, caches[2].v)
+        for cache in caches:
+            cache.commit(1)
+        token = int(reference.argmax())
 
 
 def test_models_with_qk_norm_keep_the_module_path():
