@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import torch
 
 from engine.runtime.config import ModelConfig
@@ -52,15 +50,3 @@ def make_tiny_drafter(target, seed: int = 1, **overrides) -> Drafter:
     if drafter.config.lowrank_rank is not None:
         drafter.init_lowrank_from_head()
     return drafter.eval()
-
-
-@contextmanager
-def module_path(model: Transformer):
-    """``model`` as a plain ``Transformer`` inside the block: its passes go through the modules
-    (CUDA graphs, swapped in as a subclass, switched off), its cache unleased."""
-    kind = model.__class__
-    model.__class__ = Transformer
-    try:
-        yield model
-    finally:
-        model.__class__ = kind

@@ -47,7 +47,7 @@ from torch import nn
 from .kv_cache import aligned
 from .layers import attend_rows
 from .layout import TreeLayout
-from .model import Attention, RowwiseAttention, Transformer
+from .model import Attention, RowwiseAttention, Transformer, aligned_mask
 from .registered import parameter
 
 ROW_COUNTS = (1, 2, 3, 4, 8, 16)  # candidate minimum pass sizes, smallest first
@@ -184,14 +184,24 @@ class PaddedLinear(nn.Linear):
         return known[threads]
 
 
+class ExactRowsTransformer(Transformer):
+    """A half-precision CPU target whose passes give every row its single-token step's numbers:
+    masks widened to an aligned span of keys (``aligned_mask``), draft-tree rows in lane-aligned
+    columns (``layout``, set by ``make_rows_exact`` from this CPU's probe)."""
+
+    def pass_mask(self, mask, start, t, device):
+        return aligned_mask(mask, start, t, device)
+
+
 def make_rows_exact(model: Transformer) -> Transformer:
     """In a half-precision target, in place: every plain ``nn.Linear`` becomes a
     ``PaddedLinear`` (weights shared, tied ones included), attention after the prefix runs
     row by row (``attend_rows``), and draft trees are laid out in lane-aligned columns
-    (``Transformer.layout``: attention kernels sum each vector lane separately, so a key
-    must sit in the lane its position gives it in plain decoding). fp32 models stay as they
-    are: their last-bit differences do not flip a greedy choice in practice (the fp32
-    exactness tests), bf16 rounding does. CPU only: GPU kernels are not checked yet."""
+    (an ``ExactRowsTransformer`` with its ``layout``: attention kernels sum each vector lane
+    separately, so a key must sit in the lane its position gives it in plain decoding). fp32
+    models stay as they are: their last-bit differences do not flip a greedy choice in
+    practice (the fp32 exactness tests), bf16 rounding does. CPU only: GPU kernels are not
+    checked yet."""
     if model.dtype not in HALF or model.embed_tokens.weight.device.type != "cpu":
         return model
     for module in model.modules():
@@ -206,5 +216,9 @@ def make_rows_exact(model: Transformer) -> Transformer:
         cfg.num_attention_heads // cfg.num_key_value_heads,
         cfg.head_dim,
     )
+    if not isinstance(model, ExactRowsTransformer):
+        if type(model) is not Transformer:  # another mode's class: its passes would not align
+            raise TypeError(f"cannot make a {type(model).__name__} exact")
+        model.__class__ = ExactRowsTransformer
     model.layout = TreeLayout(LANE_STRIDE, max_columns=None if shifted_ok else 1)
     return model

@@ -11,7 +11,8 @@ other classes swapped in at load, never flags read per pass (linear layers:
 attention: ``RowwiseAttention``, ``KernelAttention`` below; CUDA graphs:
 ``engine.runtime.cuda_graphs.GraphedTransformer``; mixed precision's single-token
 step, still faster flat: ``engine.runtime.mixed_step.LeanTransformer``). ``Transformer.layout`` says
-where verification passes put their rows (``engine.runtime.layout``).
+where verification passes put their rows (``engine.runtime.layout``): contiguous here,
+in lanes in exact half precision (``engine.runtime.exact_rows.ExactRowsTransformer``).
 
 It is lean because a single-token step on a CPU is mostly Python and per-op
 dispatch around small matmuls: the hidden stream stays 2-D ([B*T, hidden], what
@@ -197,6 +198,8 @@ def _embedding_init(cfg: ModelConfig, dtype: torch.dtype) -> torch.Tensor:
 
 
 class Transformer(nn.Module):
+    # contiguous tree rows; engine.runtime.exact_rows.ExactRowsTransformer lays them in lanes
+    layout = TreeLayout()
     embed_tokens, layers, norm, lm_head, rope = (submodule() for _ in range(5))
 
     def __init__(self, cfg: ModelConfig, dtype: torch.dtype = torch.float32) -> None:
@@ -214,7 +217,6 @@ class Transformer(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.rope_theta, cfg.max_position_embeddings)
-        self.layout = TreeLayout()  # engine.runtime.exact_rows sets lane-aligned rows
 
     def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
         cfg = self.config
@@ -245,8 +247,8 @@ class Transformer(nn.Module):
         """Run tokens [B, T] written at cache slots ``cache.length..``; the cache is not committed.
 
         positions: rope positions [T] (default: slot numbers); mask: bool [T, length+T]
-        or [B, 1, T, length+T], True = may attend (default: causal; in exact half precision
-        widened to an aligned span of keys, see ``aligned_mask``); logits_at: rows of T to
+        or [B, 1, T, length+T], True = may attend (default: causal; ``pass_mask``, which exact
+        half precision widens to an aligned span of keys); logits_at: rows of T to
         score (default all; an empty slice skips the head); slots: where the tokens go, [T]
         distinct and from ``cache.length`` on (default: contiguous; the mask then spans at
         least to the last).
@@ -254,10 +256,7 @@ class Transformer(nn.Module):
         start, t = cache.length, tokens.shape[1]
         if positions is None:
             positions = torch.arange(start, start + t, device=tokens.device)
-        if self.layout.lanes:
-            mask = aligned_mask(mask, start, t, tokens.device)
-        elif mask is None and start > 0 and t > 1:
-            mask = prefix_causal_mask(start, t, tokens.device)
+        mask = self.pass_mask(mask, start, t, tokens.device)
         rope = self.rope.heads_rotation(positions, self.dtype)
         b = tokens.shape[0]
         # the hidden stream stays 2-D, [B*T, hidden]: the linear layers take it as it is
@@ -272,6 +271,15 @@ class Transformer(nn.Module):
             logits=self.logits(x if logits_at is None else x[:, logits_at]),
             taps=torch.cat(tapped, dim=-1).view(b, t, -1) if taps else None,
         )
+
+    def pass_mask(
+        self, mask: torch.Tensor | None, start: int, t: int, device: torch.device
+    ) -> torch.Tensor | None:
+        """The mask a pass of ``t`` tokens after ``start`` runs with: the caller's, or causal over
+        the prefix for several tokens after one (a prompt's first pass is causal without one)."""
+        if mask is None and start > 0 and t > 1:
+            return prefix_causal_mask(start, t, device)
+        return mask
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor | None:
         if hidden.shape[1] == 0:
