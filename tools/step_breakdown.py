@@ -73,24 +73,17 @@ def compiled_step(model):
     import torch
     import torch.nn.functional as F
 
+    from engine.runtime.int4_rows import Int4Rows
+
     cfg = model.config
     h, hkv, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
     inner, hidden, eps = cfg.intermediate_size, (cfg.hidden_size,), cfg.rms_norm_eps
-    layers = [
-        (
-            b.input_layernorm.weight.float(),
-            b.self_attn.qkv_proj,
-            b.self_attn.o_proj,
-            b.post_attention_layernorm.weight.float(),
-            b.mlp.gate_up_proj,
-            b.mlp.down_proj,
-        )
-        for b in model.layers
-    ]
-    embeddings, final_norm, head = (
-        model.embed_tokens.weight,
-        model.norm.weight.float(),
-        model.lm_head,
+    weights = Int4Rows(model)  # the packed layers and float norms, as the batched pass reads them
+    layers, embeddings, final_norm, head = (
+        weights.layers,
+        weights.embeddings,
+        weights.final_norm,
+        weights.head,
     )
 
     def norm(x, weight):

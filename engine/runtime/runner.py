@@ -27,10 +27,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .cuda_graphs import CudaGraphs, attach_cuda_graphs, cuda_graphs_of, graphs_wanted
+from .cuda_graphs import attach_cuda_graphs, cuda_graphs_of, graphs_wanted
 from .device import INT4, INT8, MIXED, PLAIN_ONLY
 from .exact_rows import make_rows_exact
-from .kv_cache import KVCache
 from .layout import TreeLayout
 from .model import Transformer
 from .tree_attention import use_flashinfer
@@ -50,13 +49,6 @@ class Runner:
     @property
     def layout(self) -> TreeLayout:
         return self.model.layout
-
-    @property
-    def graphs(self) -> CudaGraphs | None:
-        return cuda_graphs_of(self.model)
-
-    def new_cache(self, capacity: int | None = None, batch: int = 1) -> KVCache:
-        return self.model.new_cache(capacity, batch)
 
     def kernels(self) -> dict[str, object]:
         return describe(self.model) | {"exact": self.exact}
